@@ -1,0 +1,35 @@
+# keras-rnmt: the two commands a newcomer needs.
+#   make quickstart   install, then train/evaluate/export the toy recurrent-attention model
+#   make test         install, then run the test suite under tensorflow, jax and torch
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BACKENDS ?= tensorflow jax torch
+PYTEST_ARGS ?=
+
+.PHONY: install quickstart test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[jax,torch,dev]"
+	touch $@
+
+quickstart: install
+	$(VENV)/bin/keras-rnmt quickstart
+
+# Every backend-agnostic test runs once per backend; tests marked tensorflow_only
+# (tf.data internals, SavedModel) run in the tensorflow pass only.
+test: install
+	@set -e; for b in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$b ==="; \
+		KERAS_BACKEND=$$b $(PY) -m pytest -q $(PYTEST_ARGS); \
+	done
+
+lint: install
+	$(VENV)/bin/ruff check keras_rnmt tests recipes benchmarks
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
