@@ -1,0 +1,98 @@
+"""A self-attention encoder from keras-hub blocks, a drop-in for `RNNEncoder`."""
+
+import keras
+import keras_hub
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_rnmt")
+class SelfAttentionEncoder(keras.layers.Layer):
+    """Embeddings + sinusoidal positions + a stack of keras-hub `TransformerEncoder` blocks.
+
+    The comparison encoder of Zhu et al. (the "self-attention encoder" row): the RNN decoder
+    attends to its outputs exactly as to a bi-LSTM's. Its "final state" for the bridge is the
+    mean of the outputs over real tokens.
+
+    Args:
+        vocabulary_size: int. Source vocabulary size (id 0 is padding).
+        embedding_dim: int. Model width.
+        num_layers: int. Encoder blocks. Defaults to 3.
+        num_heads: int. Attention heads. Defaults to 4.
+        intermediate_dim: int. Feed-forward size. Defaults to 1024.
+        dropout: float. Defaults to 0.
+        max_positions: int. Kept for config symmetry with the Transformer; sinusoidal
+            positions need no table. Defaults to 512.
+
+    Call arguments:
+        source_ids: int (batch, source_len), 0 = padding.
+
+    Returns:
+        `(memory (batch, source_len, embedding_dim), mask (batch, source_len) bool,
+        final (batch, embedding_dim))`.
+
+    References:
+        Vaswani et al. 2017, "Attention Is All You Need".
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim, num_layers=3, num_heads=4,
+                 intermediate_dim=1024, dropout=0.0, max_positions=512, **kwargs):
+        super().__init__(**kwargs)
+        self.vocabulary_size = vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_positions = max_positions
+        self.embedding = keras.layers.Embedding(
+            vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
+        )
+        self.positions = keras_hub.layers.SinePositionEncoding(
+            dtype=self.dtype_policy, name="positions"
+        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.blocks = [
+            keras_hub.layers.TransformerEncoder(
+                intermediate_dim, num_heads, dropout=dropout, dtype=self.dtype_policy,
+                name=f"block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.output_dim = embedding_dim
+
+    def build(self, source_ids_shape):
+        self.embedding.build(source_ids_shape)
+        for block in self.blocks:
+            block.build((*source_ids_shape, self.embedding_dim))
+        self.built = True
+
+    def call(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, 0)
+        x = self.embedding(source_ids) * ops.cast(self.embedding_dim**0.5, self.compute_dtype)
+        x = self.dropout_layer(x + self.positions(x), training=training)
+        for block in self.blocks:
+            x = block(x, padding_mask=mask, training=training)
+        weights = ops.cast(mask, x.dtype)[:, :, None]
+        final = ops.sum(x * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
+        return x, mask, final
+
+    def compute_output_spec(self, source_ids, training=False):
+        batch, length = source_ids.shape
+        return (
+            keras.KerasTensor((batch, length, self.output_dim), dtype=self.compute_dtype),
+            keras.KerasTensor((batch, length), dtype="bool"),
+            keras.KerasTensor((batch, self.output_dim), dtype=self.compute_dtype),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocabulary_size=self.vocabulary_size,
+            embedding_dim=self.embedding_dim,
+            num_layers=self.num_layers,
+            num_heads=self.num_heads,
+            intermediate_dim=self.intermediate_dim,
+            dropout=self.dropout,
+            max_positions=self.max_positions,
+        )
+        return config
