@@ -1,0 +1,181 @@
+"""The `keras-rnmt` command: train, translate, evaluate, quickstart.
+
+    keras-rnmt train recipes/multi30k.py --attention recurrent --window 5 --run-dir runs/rec5
+    keras-rnmt translate runs/rec5 -i input.txt -o output.txt --beam-size 5
+    keras-rnmt evaluate runs/rec5 --source test.en --reference test.de --tokenized
+    keras-rnmt quickstart
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+
+
+def load_recipe(path):
+    """Import a recipe file and return its module (it defines `config()`)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No recipe at {path}")
+    spec = importlib.util.spec_from_file_location("keras_rnmt_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "config"):
+        raise ValueError(f"Recipe {path} must define `config()` returning a TrainConfig")
+    return module
+
+
+def parse_overrides(items):
+    """`["--attention", "recurrent", "--window=5"]` -> {"attention": "recurrent", "window": "5"}."""
+    overrides, i = {}, 0
+    while i < len(items):
+        item = items[i]
+        if not item.startswith("--"):
+            raise ValueError(f"Expected --key value, received {item!r}")
+        if "=" in item:
+            key, value = item[2:].split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(items):
+                raise ValueError(f"Missing a value for {item}")
+            key, value = item[2:], items[i + 1]
+            i += 2
+        overrides[key] = value
+    return overrides
+
+
+def cmd_train(args, extra):
+    from keras_rnmt.training.train import train_and_evaluate
+
+    recipe = load_recipe(args.recipe)
+    config = recipe.config().override(parse_overrides(extra))
+    run_dir = args.run_dir or os.path.join(
+        "runs", os.path.splitext(os.path.basename(args.recipe))[0] + "_" + config.model.attention
+    )
+    print(f"run directory: {run_dir}")
+    train_and_evaluate(config, run_dir)
+
+
+def _read_input(path):
+    from keras_rnmt.data import read_lines
+
+    if path in (None, "-"):
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = data[:error.start].count(b"\n") + 1
+            raise ValueError(f"<stdin>:{line}: invalid UTF-8") from None
+        lines = text.split("\n")
+        return lines[:-1] if lines and lines[-1] == "" else lines
+    return read_lines(path)
+
+
+def cmd_translate(args, _):
+    import keras
+
+    from keras_rnmt.translator import Translator
+    from keras_rnmt.unk import load_dictionary
+
+    translator = Translator.from_run(
+        args.run_dir, beam_size=args.beam_size, batch_size=args.batch_size,
+        replace_unk=args.replace_unk or bool(args.unk_dictionary),
+        unk_dictionary=load_dictionary(args.unk_dictionary) if args.unk_dictionary else None,
+    )
+    lines = _read_input(args.input)
+    progress = keras.utils.Progbar(len(lines), stateful_metrics=None, verbose=1)
+    results = []
+    for start in range(0, len(lines), args.batch_size * 4):
+        chunk = lines[start:start + args.batch_size * 4]
+        results.extend(translator.translate(chunk, n_best=args.n_best))
+        progress.add(len(chunk))
+    out = open(args.output, "w", encoding="utf-8") if args.output not in (None, "-") else sys.stdout
+    try:
+        for result in results:
+            out.write(result.text + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.n_best > 1 and args.n_best_output:
+        with open(args.n_best_output, "w", encoding="utf-8") as f:
+            for index, result in enumerate(results):
+                for hypothesis in result.n_best or [result]:
+                    f.write(f"{index}\t{hypothesis.score:.4f}\t{hypothesis.text}\n")
+    if args.alignments:
+        with open(args.alignments, "w", encoding="utf-8") as f:
+            for result in results:
+                pairs = []
+                if result.attention is not None:
+                    for j in range(len(result.tokens)):
+                        i = int(result.attention[j, :-1].argmax()) if result.attention.shape[1] > 1 else 0
+                        pairs.append(f"{i}-{j}")
+                f.write(" ".join(pairs) + "\n")
+
+
+def cmd_evaluate(args, _):
+    from keras_rnmt.data import read_parallel
+    from keras_rnmt.evaluation import corpus_scores
+    from keras_rnmt.translator import Translator
+
+    translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
+                                     replace_unk=args.replace_unk)
+    sources, references = read_parallel(args.source, args.reference)
+    hypotheses = translator(sources)
+    print(corpus_scores(hypotheses, references, tokenized=args.tokenized,
+                        lowercase=args.lowercase))
+
+
+def cmd_quickstart(args, _):
+    from keras_rnmt.quickstart import main as quickstart
+
+    quickstart(run_dir=args.run_dir)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="keras-rnmt", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train from a recipe; any config field as --key value")
+    train.add_argument("recipe")
+    train.add_argument("--run-dir", default=None)
+    train.set_defaults(func=cmd_train)
+
+    translate = sub.add_parser("translate", help="translate a file or stdin, one line per line")
+    translate.add_argument("run_dir")
+    translate.add_argument("-i", "--input", default=None, help="input file (default stdin)")
+    translate.add_argument("-o", "--output", default=None, help="output file (default stdout)")
+    translate.add_argument("--beam-size", type=int, default=5)
+    translate.add_argument("--batch-size", type=int, default=64)
+    translate.add_argument("--n-best", type=int, default=1)
+    translate.add_argument("--n-best-output", default=None, help="file for 'index\\tscore\\ttext'")
+    translate.add_argument("--alignments", default=None, help="file for i-j alignment pairs")
+    translate.add_argument("--replace-unk", action="store_true")
+    translate.add_argument("--unk-dictionary", default=None)
+    translate.set_defaults(func=cmd_translate)
+
+    evaluate = sub.add_parser("evaluate", help="sacreBLEU and chrF of a run on a test set")
+    evaluate.add_argument("run_dir")
+    evaluate.add_argument("--source", required=True)
+    evaluate.add_argument("--reference", required=True)
+    evaluate.add_argument("--beam-size", type=int, default=5)
+    evaluate.add_argument("--tokenized", action="store_true",
+                          help="references are tokenised (lc.norm.tok): BLEU tokenize='none'")
+    evaluate.add_argument("--lowercase", action="store_true")
+    evaluate.add_argument("--replace-unk", action="store_true")
+    evaluate.set_defaults(func=cmd_evaluate)
+
+    quick = sub.add_parser("quickstart", help="train and evaluate the toy recurrent model")
+    quick.add_argument("--run-dir", default="runs/quickstart")
+    quick.set_defaults(func=cmd_quickstart)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "train":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.func(args, extra)
+
+
+if __name__ == "__main__":
+    main()

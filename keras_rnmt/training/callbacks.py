@@ -1,0 +1,56 @@
+"""Validation BLEU each epoch, with best-model saving and early stopping."""
+
+import json
+import os
+
+import keras
+
+from keras_rnmt.evaluation import corpus_scores
+
+
+class BleuCallback(keras.callbacks.Callback):
+    """Greedy-decode the validation set after each epoch and score it with sacreBLEU.
+
+    Logs `val_bleu`; saves the model to `best_path` when BLEU improves; stops training after
+    `patience` epochs without improvement.
+
+    Args:
+        translator_factory: callable(model) -> `Translator` (greedy, beam 1).
+        sources, references: validation strings.
+        best_path: where the best `.keras` model is written.
+        tokenized: whether references are tokenised text (BLEU with tokenize="none").
+        patience: int. Epochs without improvement before stopping; 0 disables.
+    """
+
+    def __init__(self, translator_factory, sources, references, best_path, tokenized=True,
+                 patience=3):
+        super().__init__()
+        self.translator_factory = translator_factory
+        self.sources = list(sources)
+        self.references = list(references)
+        self.best_path = best_path
+        self.tokenized = tokenized
+        self.patience = patience
+        self.best = -1.0
+        self.wait = 0
+        self.history = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        translator = self.translator_factory(self.model)
+        hypotheses = translator(self.sources)
+        scores = corpus_scores(hypotheses, self.references, tokenized=self.tokenized)
+        self.history.append(scores.bleu)
+        if logs is not None:
+            logs["val_bleu"] = scores.bleu
+        print(f"\nepoch {epoch + 1}: validation BLEU {scores.bleu:.2f} (greedy, "
+              f"{len(self.sources)} sentences)")
+        if scores.bleu > self.best:
+            self.best, self.wait = scores.bleu, 0
+            self.model.save(self.best_path)
+            with open(os.path.splitext(self.best_path)[0] + ".json", "w") as f:
+                json.dump({"epoch": epoch + 1, "val_bleu": scores.bleu}, f)
+        else:
+            self.wait += 1
+            if self.patience and self.wait >= self.patience:
+                print(f"early stopping: no BLEU improvement for {self.wait} epochs")
+                self.model.stop_training = True

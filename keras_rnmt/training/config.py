@@ -1,0 +1,110 @@
+"""Training configuration: data, vocabulary, optimisation and evaluation settings.
+
+Recipes build a `TrainConfig` as code; the command line overrides any field of it or of
+its `ModelConfig` by name (`--attention recurrent --window 5 --epochs 12`).
+"""
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from keras_rnmt.models.config import ModelConfig, _check_choice
+
+DATASETS = ("toy", "multi30k")
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs besides the model; defaults are the SB benchmark's."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    dataset: str = "toy"  # "toy" (embedded synthetic pair) | "multi30k"
+    source_lang: str = "en"  # multi30k: "en" | "de" | "fr" | "cs"
+    target_lang: str = "de"  # multi30k: "en" | "de" | "fr" | "cs"
+    variant: str = "tok"  # multi30k: "tok" (lc.norm.tok, the literature's) | "raw"
+    data_dir: str = ""  # multi30k folder; "" = $KERAS_RNMT_DATA/multi30k or download
+    toy_examples: int = 6000  # toy: training pairs
+    tokenizer: str = "word"  # "word" | "wordpiece" | "sentencepiece"
+    lowercase: bool = False  # word tokenizer: lowercase before splitting
+    split_punctuation: bool = False  # word tokenizer: separate punctuation from words
+    min_frequency: int = 2  # word vocabulary: keep words seen at least this often
+    max_vocabulary: int = 0  # vocabulary cap (subword: its size); 0 = no cap / 8000
+    max_length: int = 50  # training pairs longer than this (words) are dropped, and counted
+    batch_size: int = 64  # sentences per batch (or target tokens with batch_by="tokens")
+    batch_by: str = "sentences"  # "sentences" | "tokens"
+    bucket_width: int = 5  # source-length bucket width for batching
+    epochs: int = 10  # training epochs (upper bound with early stopping)
+    steps_per_epoch: int = 0  # 0 = one pass over the training data
+    optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)
+    learning_rate: float = 0.0  # 0 = the optimizer's default (adam 1e-3, paper-sgd 0.7)
+    clipnorm: float = 1.0  # global-norm gradient clipping (paper-sgd: 3)
+    uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
+    label_smoothing: float = 0.0  # cross-entropy label smoothing
+    dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
+    seed: int = 0  # data shuffling and initialisation
+    patience: int = 3  # early stopping on validation BLEU (epochs without improvement)
+    validation_bleu: bool = True  # greedy-decode the validation set each epoch (sacreBLEU)
+    validation_sentences: int = 0  # 0 = the whole validation set
+    beam_size: int = 5  # final test evaluation beam
+    length_penalty: float = 1.0  # GNMT length penalty alpha for the final evaluation
+
+    def __post_init__(self):
+        if isinstance(self.model, dict):
+            self.model = ModelConfig.from_dict(self.model)
+        _check_choice("dataset", self.dataset, DATASETS)
+        _check_choice("tokenizer", self.tokenizer, ("word", "wordpiece", "sentencepiece"))
+        _check_choice("batch_by", self.batch_by, ("sentences", "tokens"))
+        _check_choice("dtype_policy", self.dtype_policy, POLICIES)
+        _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, values):
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(f"Unknown train config key(s) {unknown}. Valid keys: {', '.join(names)}")
+        return cls(**values)
+
+    def override(self, overrides):
+        """A copy with `overrides` applied: keys of this config or of its model config.
+
+        String values (from the command line) are converted to the field's type.
+        """
+        train_fields = {f.name: f for f in dataclasses.fields(self) if f.name != "model"}
+        model_fields = {f.name: f for f in dataclasses.fields(self.model)}
+        train_values, model_values = {}, {}
+        for key, value in overrides.items():
+            key = key.replace("-", "_")
+            if key in train_fields:
+                train_values[key] = _convert(getattr(self, key), value)
+            elif key in model_fields:
+                model_values[key] = _convert(getattr(self.model, key), value)
+            else:
+                valid = sorted(set(train_fields) | set(model_fields))
+                raise ValueError(f"Unknown config key {key!r}. Valid keys: {', '.join(valid)}")
+        values = {**self.to_dict(), **train_values}
+        values["model"] = self.model.replace(**model_values)
+        return TrainConfig.from_dict(values)
+
+
+def _convert(current, value):
+    if not isinstance(value, str):
+        return value
+    if isinstance(current, bool):
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"Expected a boolean (true/false). Received: {value!r}")
+    if isinstance(current, int):
+        return int(value)
+    if isinstance(current, float):
+        return float(value)
+    return value

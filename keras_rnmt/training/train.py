@@ -1,0 +1,143 @@
+"""`train_and_evaluate(config, run_dir)`: data, tokenizers, model, `model.fit`, test BLEU.
+
+Everything a run produces lands in `run_dir`: `config.json`, the two tokenizers, the data
+filtering report, `log.csv`, TensorBoard logs, `backup/` (resume after a kill), the best
+model `best.keras` and `results.json`.
+"""
+
+import json
+import os
+import time
+
+import keras
+
+from keras_rnmt.evaluation import corpus_scores
+from keras_rnmt.models import build_model
+from keras_rnmt.training.callbacks import BleuCallback
+from keras_rnmt.training.config import TrainConfig
+from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
+from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
+from keras_rnmt.translator import Translator
+
+
+def load_splits(config):
+    """{"train", "val", "test"} -> (sources, targets) for the configured dataset."""
+    from keras_rnmt import datasets
+
+    if config.dataset == "toy":
+        return datasets.toy_splits(seed=config.seed, num_train=config.toy_examples)
+    return {
+        split: datasets.multi30k(split, config.source_lang, config.target_lang,
+                                 variant=config.variant, data_dir=config.data_dir or None)
+        for split in ("train", "val", "test")
+    }
+
+
+def prepare_data(config, run_dir=None):
+    """Splits, filtered training pairs, tokenizers built on the training side only."""
+    from keras_rnmt.data import build_tokenizer, filter_pairs
+
+    splits = load_splits(config)
+    train_sources, train_targets, report = filter_pairs(*splits["train"],
+                                                        max_length=config.max_length)
+    print(f"training data: {report}")
+    options = {}
+    if config.tokenizer == "word":
+        options = dict(lowercase=config.lowercase, split_punctuation=config.split_punctuation,
+                       min_frequency=config.min_frequency, max_size=config.max_vocabulary or None)
+    else:
+        options = dict(vocabulary_size=config.max_vocabulary or 8000)
+    source_tokenizer = build_tokenizer(config.tokenizer, train_sources, **options)
+    target_tokenizer = build_tokenizer(config.tokenizer, train_targets, **options)
+    if run_dir:
+        source_tokenizer.save(os.path.join(run_dir, "source_tokenizer.json"))
+        target_tokenizer.save(os.path.join(run_dir, "target_tokenizer.json"))
+        with open(os.path.join(run_dir, "data_report.json"), "w") as f:
+            json.dump({"kept": report.kept, "dropped_empty": report.dropped_empty,
+                       "dropped_too_long": report.dropped_too_long}, f)
+    splits["train"] = (train_sources, train_targets)
+    return splits, source_tokenizer, target_tokenizer
+
+
+def train_and_evaluate(config, run_dir):
+    """Train the model `config` describes and evaluate it on the test split.
+
+    Args:
+        config: a `TrainConfig`.
+        run_dir: the run directory (created; an existing one resumes from its backup).
+
+    Returns:
+        dict of results (test BLEU, chrF, signatures, training time, steps).
+    """
+    from keras_rnmt.data import make_dataset
+
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        f.write(config.to_json())
+    keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(config.dtype_policy)
+
+    splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
+    train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
+                         batch_size=config.batch_size, batch_by=config.batch_by,
+                         bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
+                         repeat=bool(config.steps_per_epoch))
+    valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
+                         batch_size=config.batch_size, shuffle=False)
+
+    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
+                                        target_vocab_size=target_tokenizer.vocabulary_size())
+    model = build_model(model_config)
+    if config.uniform_init:
+        uniform_initialize(model, config.uniform_init, seed=config.seed)
+    steps = config.steps_per_epoch or sum(1 for _ in train)
+    optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
+                              config.clipnorm or None, steps_per_epoch=steps)
+    model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(config.label_smoothing),
+                  metrics=[MaskedAccuracy()])
+    model.summary(print_fn=lambda line, **_: print(line))
+
+    best_path = os.path.join(run_dir, "best.keras")
+    val_sources, val_targets = splits["val"]
+    if config.validation_sentences:
+        val_sources = val_sources[:config.validation_sentences]
+        val_targets = val_targets[:config.validation_sentences]
+    tokenized = config.dataset == "toy" or config.variant == "tok"
+    callbacks = []
+    if config.validation_bleu:
+        callbacks.append(BleuCallback(
+            lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1,
+                                 batch_size=config.batch_size),
+            val_sources, val_targets, best_path, tokenized=tokenized, patience=config.patience))
+    else:
+        callbacks.append(keras.callbacks.ModelCheckpoint(best_path, monitor="val_loss",
+                                                         save_best_only=True))
+    callbacks += [
+        keras.callbacks.CSVLogger(os.path.join(run_dir, "log.csv"), append=True),
+        keras.callbacks.TensorBoard(os.path.join(run_dir, "tensorboard")),
+        keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
+    ]
+    start = time.time()
+    history = model.fit(train, validation_data=valid, epochs=config.epochs,
+                        steps_per_epoch=config.steps_per_epoch or None, callbacks=callbacks)
+    training_seconds = time.time() - start
+
+    best = keras.saving.load_model(best_path)
+    translator = Translator(best, source_tokenizer, target_tokenizer,
+                            beam_size=config.beam_size, length_penalty=config.length_penalty)
+    test_sources, test_targets = splits["test"]
+    hypotheses = translator(test_sources)
+    scores = corpus_scores(hypotheses, test_targets, tokenized=tokenized)
+    print(f"test BLEU (beam {config.beam_size}): {scores}")
+    results = {
+        "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
+        "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
+        "beam_size": config.beam_size, "training_seconds": round(training_seconds, 1),
+        "epochs_run": len(history.history.get("loss", [])),
+        "backend": keras.backend.backend(), "parameters": best.count_params(),
+    }
+    with open(os.path.join(run_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(run_dir, "test_hypotheses.txt"), "w", encoding="utf-8") as f:
+        f.writelines(h + "\n" for h in hypotheses)
+    return results

@@ -1,0 +1,248 @@
+"""`Translator`: the Python API for translating with a trained model (greedy or beam)."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_rnmt.search import beam_search, greedy_search
+from keras_rnmt.unk import replace_unknown
+
+
+@dataclasses.dataclass
+class Translation:
+    """One translation.
+
+    Attributes:
+        text: the detokenised output.
+        score: the search score (length-normalised log-probability for beam search).
+        tokens: output tokens, without `</s>`.
+        source_tokens: source tokens the model saw (with `</s>`).
+        attention: float32 (len(tokens) + 1, len(source_tokens)) weights, the row of `</s>`
+            last; None for a model without attention.
+        n_best: alternatives as `Translation`s, best first (n_best > 1 only).
+    """
+
+    text: str
+    score: float
+    tokens: list
+    source_tokens: list
+    attention: np.ndarray = None
+    n_best: list = dataclasses.field(default_factory=list)
+
+
+class Translator:
+    """Translate raw strings with a model and its two tokenizers.
+
+    Exactly one result per input, in input order; an empty (or blank) input gives an empty
+    translation without running the model. Inputs are sorted by length into batches so
+    padding stays small, then put back in order.
+
+    Args:
+        model: a `TranslationModel` (or any model with `search_state`/`search_step`).
+        source_tokenizer, target_tokenizer: keras-rnmt tokenizers.
+        beam_size: int. 1 = greedy search. Defaults to 5.
+        length_penalty: float. GNMT α. Defaults to 1.0.
+        coverage_penalty: float. GNMT β. Defaults to 0.
+        max_length_a, max_length_b: the output limit is a·|source| + b tokens.
+        batch_size: int. Sentences per search batch. Defaults to 64.
+        replace_unk: bool. Replace `<unk>` outputs by the most-attended source word (or its
+            entry in `unk_dictionary`). Defaults to False.
+        unk_dictionary: dict source word -> target word, or None.
+    """
+
+    def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=5,
+                 length_penalty=1.0, coverage_penalty=0.0, max_length_a=1.5, max_length_b=10,
+                 batch_size=64, replace_unk=False, unk_dictionary=None):
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.beam_size = beam_size
+        self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
+        self.max_length_a = max_length_a
+        self.max_length_b = max_length_b
+        self.batch_size = batch_size
+        self.replace_unk = replace_unk
+        self.unk_dictionary = unk_dictionary or {}
+        self._compiled = {}
+
+    @classmethod
+    def from_run(cls, run_dir, model_file="best.keras", **kwargs):
+        """Load the model and tokenizers a training run wrote to `run_dir`."""
+        from keras_rnmt.data import load_tokenizer
+
+        path = os.path.join(run_dir, model_file)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No model at {path} (is {run_dir} a keras-rnmt run directory?)")
+        model = keras.saving.load_model(path)
+        source = load_tokenizer(os.path.join(run_dir, "source_tokenizer.json"))
+        target = load_tokenizer(os.path.join(run_dir, "target_tokenizer.json"))
+        settings = {}
+        config_path = os.path.join(run_dir, "config.json")
+        if os.path.exists(config_path):
+            with open(config_path) as f:
+                train = json.load(f)
+            settings = {"beam_size": train.get("beam_size", 5),
+                        "length_penalty": train.get("length_penalty", 1.0)}
+        return cls(model, source, target, **{**settings, **kwargs})
+
+    # ------------------------------------------------------------------------------------
+    def translate(self, sentences, n_best=1):
+        """Translate a list of strings; returns one `Translation` per input, in order."""
+        if n_best > max(1, self.beam_size):
+            raise ValueError(f"n_best ({n_best}) must be <= beam_size ({self.beam_size})")
+        sentences = list(sentences)
+        results = [None] * len(sentences)
+        encoded = {}
+        for index, sentence in enumerate(sentences):
+            if not sentence.strip():
+                results[index] = Translation("", 0.0, [], [], None)
+            else:
+                encoded[index] = self._encode(sentence)
+        order = sorted(encoded, key=lambda i: len(encoded[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            for index, result in zip(chunk, self._translate_batch([encoded[i] for i in chunk],
+                                                                  [sentences[i] for i in chunk],
+                                                                  n_best)):
+                results[index] = result
+        return results
+
+    def __call__(self, sentences, n_best=1):
+        return [result.text for result in self.translate(sentences, n_best=n_best)]
+
+    # ------------------------------------------------------------------------------------
+    def _encode(self, sentence):
+        ids = self.source_tokenizer.tokenize([sentence]).to_list()[0]
+        return ids + [self.source_tokenizer.eos_id]
+
+    def _translate_batch(self, batch_ids, batch_sentences, n_best):
+        length = max(len(ids) for ids in batch_ids)
+        source = np.zeros((len(batch_ids), length), dtype="int32")
+        for row, ids in enumerate(batch_ids):
+            source[row, :len(ids)] = ids
+        lengths = np.array([len(ids) for ids in batch_ids], dtype="int32")
+        max_length = np.ceil(self.max_length_a * lengths + self.max_length_b).astype("int32")
+        tokens, scores, attention = self._search(source, max_length, n_best)
+        results = []
+        for row, sentence in enumerate(batch_sentences):
+            source_tokens = self._source_tokens(sentence, batch_ids[row])
+            hypotheses = [
+                self._hypothesis(tokens[row, k], scores[row, k],
+                                 None if attention is None else attention[row, k],
+                                 source_tokens)
+                for k in range(tokens.shape[1])
+            ]
+            best = hypotheses[0]
+            best.n_best = hypotheses if n_best > 1 else []
+            results.append(best)
+        return results
+
+    def _source_tokens(self, sentence, ids):
+        words = None
+        if hasattr(self.source_tokenizer, "split_words"):
+            words = [w.decode() if isinstance(w, bytes) else w
+                     for w in self.source_tokenizer.split_words([sentence]).to_list()[0]]
+        if words is None or len(words) != len(ids) - 1:
+            words = [self.source_tokenizer.id_to_token(i) for i in ids[:-1]]
+        return words + ["</s>"]
+
+    def _hypothesis(self, ids, score, attention, source_tokens):
+        ids = [int(i) for i in ids]
+        eos = self.target_tokenizer.eos_id
+        length = ids.index(eos) + 1 if eos in ids else len([i for i in ids if i != 0])
+        ids = ids[:length]
+        body = [i for i in ids if i != eos]
+        tokens = [self.target_tokenizer.id_to_token(i) for i in body]
+        weights = None
+        if attention is not None:
+            weights = np.asarray(attention[:length, :len(source_tokens)], dtype="float32")
+        if self.replace_unk and weights is not None:
+            tokens = replace_unknown(tokens, source_tokens, weights,
+                                     unk_token=self.target_tokenizer.id_to_token(
+                                         self.target_tokenizer.unk_id),
+                                     dictionary=self.unk_dictionary)
+            text = " ".join(tokens)
+        else:
+            text = self.target_tokenizer.detokenize(np.array([ids], dtype="int32"))
+            text = _as_str(text)
+        return Translation(text, float(score), tokens, source_tokens, weights)
+
+    def _search(self, source, max_length, n_best):
+        """Run search on one padded batch; returns numpy (tokens (B,K,T), scores (B,K), attn)."""
+        key = (self.beam_size, n_best)
+        if key not in self._compiled:
+            self._compiled[key] = compile_search(self._search_fn(n_best))
+        result = self._compiled[key](self.model, source, max_length)
+        tokens, scores, attention = (None if x is None else ops.convert_to_numpy(x)
+                                     for x in result)
+        if tokens.ndim == 2:  # greedy: add the n-best axis
+            tokens, scores = tokens[:, None], scores[:, None]
+            attention = None if attention is None else attention[:, None]
+        return tokens, scores, attention
+
+    def _search_fn(self, n_best):
+        model, target = self.model, self.target_tokenizer
+        beam_size, alpha, beta = self.beam_size, self.length_penalty, self.coverage_penalty
+
+        def run(source, max_length):
+            state = model.search_state(source)
+            mask = ops.not_equal(source, 0)
+            common = dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
+                          eos_id=target.eos_id, max_length=max_length, source_mask=mask)
+            if beam_size <= 1:
+                result = greedy_search(model.search_step, state, **common)
+                return result.tokens, result.scores, result.attention
+            result = beam_search(model.search_step, state, beam_size=beam_size,
+                                 length_penalty=alpha, coverage_penalty=beta, n_best=n_best,
+                                 **common)
+            return result.tokens, result.scores, result.attention
+
+        return run
+
+
+def compile_search(run):
+    """Compile `run(source, max_length)` for the backend: tf.function, jax.jit or eager torch.
+
+    Under JAX the model's variables are passed in as arguments (a `StatelessScope`), so the
+    compiled program does not bake the weights in as constants.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        compiled = tf.function(run, reduce_retracing=True)
+        return lambda model, source, max_length: compiled(
+            tf.constant(source), tf.constant(max_length))
+    if backend == "jax":
+        import jax
+
+        def stateless(values, source, max_length, model):
+            with keras.StatelessScope(state_mapping=list(zip(model.variables, values))):
+                return run(source, max_length)
+
+        jitted = jax.jit(stateless, static_argnums=(3,))
+        return lambda model, source, max_length: jitted(
+            [v.value for v in model.variables], source, max_length, model)
+
+    def eager(model, source, max_length):
+        import torch
+
+        with torch.no_grad():
+            return run(ops.convert_to_tensor(source), ops.convert_to_tensor(max_length))
+
+    return eager
+
+
+def _as_str(text):
+    if hasattr(text, "numpy"):
+        text = text.numpy()
+    if isinstance(text, np.ndarray):
+        text = text.reshape(-1)[0]
+    if isinstance(text, (list, tuple)):
+        text = text[0]
+    return text.decode("utf-8") if isinstance(text, bytes) else str(text)

@@ -1,0 +1,49 @@
+"""Multi30k en→de with the standard benchmark config (SB); pick the attention by flag.
+
+    keras-rnmt train recipes/multi30k.py --attention bahdanau      # SB baseline
+    keras-rnmt train recipes/multi30k.py --attention recurrent --window 5
+    keras-rnmt train recipes/multi30k.py --attention recurrent --window 0
+    keras-rnmt train recipes/multi30k.py --attention none          # no attention (Collins)
+    keras-rnmt train recipes/multi30k.py --attention dot|general|concat
+    keras-rnmt train recipes/multi30k.py --attention local-m|local-p --window 5
+    keras-rnmt train recipes/multi30k.py --attention coverage
+    keras-rnmt train recipes/multi30k.py --encoder-type self-attention
+    keras-rnmt train recipes/multi30k.py --model-type transformer
+    keras-rnmt train recipes/multi30k.py --optimizer paper-sgd --uniform-init 0.1 --epochs 12
+
+SB: lc.norm.tok files, word vocabulary min frequency 2, embeddings 256, bi-LSTM encoder
+2x256, one LSTM decoder layer of 512, additive attention from the new decoder state with
+input feeding of the attentional vector, bridge, dropout 0.2, batch 64, Adam 1e-3.
+"""
+
+from keras_rnmt.models import ModelConfig
+from keras_rnmt.training.config import TrainConfig
+
+
+def config():
+    return TrainConfig(
+        dataset="multi30k",
+        source_lang="en",
+        target_lang="de",
+        variant="tok",
+        min_frequency=2,
+        max_length=50,
+        model=ModelConfig(
+            embedding_dim=256,
+            encoder_units=256,
+            decoder_units=512,
+            attention="bahdanau",
+            attention_order="luong",
+            input_feeding="attentional",
+            bridge=True,
+            dropout=0.2,
+        ),
+        batch_size=64,
+        epochs=30,
+        optimizer="adam",
+        learning_rate=1e-3,
+        clipnorm=1.0,
+        patience=4,
+        beam_size=5,
+        length_penalty=1.0,
+    )
