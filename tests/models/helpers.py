@@ -1,0 +1,34 @@
+"""Small synthetic batches and models shared by the model tests."""
+
+import numpy as np
+
+from keras_rnmt.models import ModelConfig, build_model
+
+VOCAB = 24
+
+
+def reverse_copy_batch(n=64, length=7, seed=0):
+    """Source: random ids 4..VOCAB-1 with ragged lengths; target: the reversed source."""
+    rng = np.random.default_rng(seed)
+    source = np.zeros((n, length + 1), "int32")
+    target_in = np.zeros((n, length + 1), "int32")
+    target_out = np.zeros((n, length + 1), "int32")
+    for row in range(n):
+        size = rng.integers(3, length + 1)
+        words = rng.integers(4, VOCAB, size)
+        source[row, :size] = words
+        source[row, size] = 3
+        reversed_words = words[::-1]
+        target_in[row, 0] = 2
+        target_in[row, 1:size + 1] = reversed_words
+        target_out[row, :size] = reversed_words
+        target_out[row, size] = 3
+    return source, target_in, target_out
+
+
+def small_model(**overrides):
+    values = dict(source_vocab_size=VOCAB, target_vocab_size=VOCAB, embedding_dim=16,
+                  encoder_units=16, decoder_units=32, attention_units=16, memory_units=8,
+                  window=1, dropout=0.0)
+    values.update(overrides)
+    return build_model(ModelConfig(**values))

@@ -1,0 +1,53 @@
+"""Model configs: round trips, bad keys and names, `.keras` save and reload."""
+
+import keras
+import numpy as np
+import pytest
+from helpers import reverse_copy_batch, small_model
+from keras import ops
+
+from keras_rnmt.models import ModelConfig, TranslationModel
+from keras_rnmt.training.config import TrainConfig
+
+
+def test_unknown_config_key_lists_valid_keys():
+    with pytest.raises(ValueError, match=r"Unknown model config key\(s\) \['atention'\]\. Valid keys: source_vocab_size"):
+        ModelConfig.from_dict({"atention": "recurrent"})
+
+
+def test_unknown_attention_lists_valid_names():
+    with pytest.raises(ValueError, match="Unknown attention 'luong-dot'. Valid choices: 'none', 'bahdanau'"):
+        ModelConfig(attention="luong-dot")
+
+
+def test_train_config_override_converts_types_and_rejects_unknown_keys():
+    config = TrainConfig().override({"attention": "recurrent", "window": "5", "epochs": "3",
+                                     "lowercase": "true", "dropout": "0.3"})
+    assert (config.model.attention, config.model.window, config.epochs) == ("recurrent", 5, 3)
+    assert config.lowercase is True and config.model.dropout == 0.3
+    with pytest.raises(ValueError, match="Unknown config key 'windw'. Valid keys: .*window"):
+        TrainConfig().override({"windw": "5"})
+
+
+def test_keras_file_round_trip_gives_identical_logits(tmp_path):
+    source, target_in, target_out = reverse_copy_batch(n=16)
+    model = small_model(attention="recurrent", window=1, dropout=0.1)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, ignore_class=0))
+    model.fit((source, target_in), target_out, epochs=1, batch_size=8, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    reloaded = keras.saving.load_model(path)  # default safe_mode=True
+    assert isinstance(reloaded, TranslationModel)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(reloaded((source, target_in))),
+        ops.convert_to_numpy(model((source, target_in))),
+    )
+    assert reloaded.config == model.config
+
+
+def test_summary_names_encoder_and_decoder():
+    lines = []
+    small_model().summary(print_fn=lambda line, **_: lines.append(line))
+    text = "\n".join(lines)
+    assert "RNNEncoder" in text and "AttentionDecoder" in text and "Total params" in text
