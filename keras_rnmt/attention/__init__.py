@@ -33,14 +33,15 @@ _REGISTRY = {
 ATTENTION_NAMES = tuple(_REGISTRY)
 
 
-def get_attention(name, **kwargs):
+def get_attention(name, /, **kwargs):
     """Create an attention layer from its name.
 
     Args:
         name: str, one of `ATTENTION_NAMES`: "bahdanau", "dot", "general", "concat",
             "local-m", "local-p", "recurrent", "coverage".
         **kwargs: constructor arguments of the class (see the table in this module's
-            docstring), e.g. `units=256`, `window=5`. An argument the name already fixes
+            docstring), e.g. `units=256`, `window=5`, and layer arguments such as the
+            layer `name=` (`name` itself is positional-only). An argument the name already fixes
             (`score` for "dot", `mode` for "local-m") may not be given a different value.
 
     Returns:

@@ -16,6 +16,7 @@ SavedModel, and they return TensorFlow tensors (convert with `.numpy()` or
 `keras.ops.convert_to_tensor` where a backend tensor is needed).
 """
 
+import functools
 import json
 
 import keras
@@ -89,6 +90,16 @@ class Tokenizer(keras.layers.Layer):
         self._convert_input_args = False
         self._vocabulary = None
         self._token_index = None
+        # One trace per tokenizer, whatever the batch size or lengths. (A `partial`
+        # rather than a bound method keeps TF's retracing counter per instance.)
+        self._tokenize_batch = tf.function(
+            functools.partial(type(self)._tokenize_graph, self),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
+        self._detokenize_batch = tf.function(
+            functools.partial(type(self)._detokenize_graph, self),
+            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, 1, tf.int64)],
+        )
 
     # -- vocabulary -----------------------------------------------------------------
 
@@ -201,7 +212,7 @@ class Tokenizer(keras.layers.Layer):
         """
         self._check_vocabulary()
         if isinstance(ids, tf.RaggedTensor):
-            ids = tf.cast(ids, tf.int32)
+            ids = tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
         elif isinstance(ids, tf.Tensor):
             ids = tf.cast(ids, tf.int32)
         else:
@@ -221,12 +232,10 @@ class Tokenizer(keras.layers.Layer):
             ids = tf.RaggedTensor.from_tensor(ids)
         return self._detokenize_batch(ids)
 
-    @tf.function(reduce_retracing=True)
-    def _tokenize_batch(self, strings):
+    def _tokenize_graph(self, strings):
         return tf.cast(self._encode(strings), tf.int32)
 
-    @tf.function(reduce_retracing=True)
-    def _detokenize_batch(self, ids):
+    def _detokenize_graph(self, ids):
         dense = ids.to_tensor(default_value=PAD_ID)
         before_eos = tf.cumsum(tf.cast(tf.equal(dense, EOS_ID), tf.int32), axis=1) == 0
         keep = before_eos & tf.not_equal(dense, PAD_ID) & tf.not_equal(dense, BOS_ID)

@@ -1,0 +1,34 @@
+"""Greedy and beam search over a model step callback; the search never imports the model.
+
+A model exposes ``step_fn(tokens, state) -> (log_probs, new_state, attention)`` over
+batch-major tensors; `greedy_search` and `beam_search` drive it with `keras.ops.while_loop`
+and return a `SearchResult`. The beam helpers are pure functions of tensors.
+"""
+
+from keras_rnmt.search.beam import BeamState, beam_search
+from keras_rnmt.search.beam_helpers import (
+    add_beam_dim,
+    coverage_penalty,
+    flatten_beam_dim,
+    gather_beams,
+    length_penalty,
+    take_beams,
+    unflatten_beam_dim,
+)
+from keras_rnmt.search.greedy import GreedyState, greedy_search
+from keras_rnmt.search.result import SearchResult
+
+__all__ = [
+    "BeamState",
+    "GreedyState",
+    "SearchResult",
+    "add_beam_dim",
+    "beam_search",
+    "coverage_penalty",
+    "flatten_beam_dim",
+    "gather_beams",
+    "greedy_search",
+    "length_penalty",
+    "take_beams",
+    "unflatten_beam_dim",
+]

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from helpers import reverse_copy_batch, small_model
+from model_helpers import reverse_copy_batch, small_model
 from keras import ops
 
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
