@@ -121,7 +121,8 @@ class Translator:
         return ids + [self.source_tokenizer.eos_id]
 
     def _translate_batch(self, batch_ids, batch_sentences, n_best):
-        length = max(len(ids) for ids in batch_ids)
+        # Pad to a multiple of 8 so a few compiled search programs serve every batch.
+        length = -(-max(len(ids) for ids in batch_ids) // 8) * 8
         source = np.zeros((len(batch_ids), length), dtype="int32")
         for row, ids in enumerate(batch_ids):
             source[row, :len(ids)] = ids
@@ -174,9 +175,11 @@ class Translator:
 
     def _search(self, source, max_length, n_best):
         """Run search on one padded batch; returns numpy (tokens (B,K,T), scores (B,K), attn)."""
-        key = (self.beam_size, n_best)
+        # A static number of steps, rounded up so a few compiled programs serve all batches.
+        max_steps = int(-(-int(max_length.max()) // 16) * 16)
+        key = (self.beam_size, n_best, max_steps)
         if key not in self._compiled:
-            self._compiled[key] = compile_search(self._search_fn(n_best))
+            self._compiled[key] = compile_search(self._search_fn(n_best, max_steps))
         result = self._compiled[key](self.model, source, max_length)
         tokens, scores, attention = (None if x is None else ops.convert_to_numpy(x)
                                      for x in result)
@@ -185,7 +188,7 @@ class Translator:
             attention = None if attention is None else attention[:, None]
         return tokens, scores, attention
 
-    def _search_fn(self, n_best):
+    def _search_fn(self, n_best, max_steps):
         model, target = self.model, self.target_tokenizer
         beam_size, alpha, beta = self.beam_size, self.length_penalty, self.coverage_penalty
 
@@ -193,7 +196,8 @@ class Translator:
             state = model.search_state(source)
             mask = ops.not_equal(source, 0)
             common = dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
-                          eos_id=target.eos_id, max_length=max_length, source_mask=mask)
+                          eos_id=target.eos_id, max_length=max_length, source_mask=mask,
+                          max_steps=max_steps)
             if beam_size <= 1:
                 result = greedy_search(model.search_step, state, **common)
                 return result.tokens, result.scores, result.attention

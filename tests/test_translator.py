@@ -1,0 +1,71 @@
+"""`Translator`: order and count preserved, empty lines, long lines, greedy == beam 1."""
+
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_rnmt.data import build_tokenizer
+from keras_rnmt.models import ModelConfig, build_model
+from keras_rnmt.search import beam_search, greedy_search
+from keras_rnmt.translator import Translator
+
+SOURCES = ["a dog runs .", "the cat sleeps", "a bird sings on a tree .", "two dogs play ."]
+TARGETS = ["ein hund läuft .", "die katze schläft", "ein vogel singt auf einem baum .",
+           "zwei hunde spielen ."]
+
+
+@pytest.fixture(scope="module")
+def translator_parts():
+    source_tokenizer = build_tokenizer("word", SOURCES, min_frequency=1)
+    target_tokenizer = build_tokenizer("word", TARGETS, min_frequency=1)
+    model = build_model(ModelConfig(
+        source_vocab_size=source_tokenizer.vocabulary_size(),
+        target_vocab_size=target_tokenizer.vocabulary_size(), embedding_dim=8,
+        encoder_units=8, decoder_units=16, attention="recurrent", window=1, memory_units=4,
+        attention_units=8, dropout=0.0))
+    return model, source_tokenizer, target_tokenizer
+
+
+def test_one_output_per_input_in_order_with_empty_and_300_word_lines(translator_parts):
+    model, source_tokenizer, target_tokenizer = translator_parts
+    translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=2,
+                            batch_size=2, max_length_a=1.0, max_length_b=5)
+    long_line = " ".join(["dog"] * 300)
+    inputs = ["a dog runs .", "", "   ", long_line, "the cat sleeps", ""]
+    results = translator.translate(inputs)
+    assert len(results) == len(inputs)
+    assert [r.text for r in results][1:3] == ["", ""] and results[5].text == ""
+    assert results[3].attention.shape[1] == 301  # 300 words + </s>
+    # Each sentence alone gives the same output as in the batch: order was restored.
+    alone = [translator.translate([line])[0].text for line in inputs]
+    assert alone == [r.text for r in results]
+
+
+def test_beam_size_one_equals_greedy_on_the_model(translator_parts):
+    model, source_tokenizer, _ = translator_parts
+    source = np.zeros((4, 8), "int32")
+    for row, sentence in enumerate(SOURCES):
+        ids = source_tokenizer.tokenize([sentence]).to_list()[0] + [3]
+        source[row, :len(ids)] = ids
+    common = dict(batch_size=4, bos_id=2, eos_id=3, max_length=12,
+                  source_mask=ops.not_equal(source, 0))
+    greedy = greedy_search(model.search_step, model.search_state(source), **common)
+    beam = beam_search(model.search_step, model.search_state(source), beam_size=1, **common)
+    np.testing.assert_array_equal(ops.convert_to_numpy(beam.tokens)[:, 0],
+                                  ops.convert_to_numpy(greedy.tokens))
+    np.testing.assert_allclose(ops.convert_to_numpy(beam.log_probs)[:, 0],
+                               ops.convert_to_numpy(greedy.log_probs), rtol=1e-5)
+
+
+def test_n_best_and_attention_rows(translator_parts):
+    model, source_tokenizer, target_tokenizer = translator_parts
+    translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3)
+    result = translator.translate(["a dog runs ."], n_best=3)[0]
+    assert len(result.n_best) == 3
+    scores = [h.score for h in result.n_best]
+    assert scores == sorted(scores, reverse=True)
+    assert result.source_tokens == ["a", "dog", "runs", ".", "</s>"]
+    assert result.attention.shape == (len(result.tokens) + 1, 5)
+    np.testing.assert_allclose(result.attention.sum(-1), 1.0, atol=1e-5)
+    with pytest.raises(ValueError, match=r"n_best \(4\) must be <= beam_size \(3\)"):
+        translator.translate(["a"], n_best=4)
