@@ -33,7 +33,7 @@ class TrainConfig:
     max_length: int = 50  # training pairs longer than this (words) are dropped, and counted
     batch_size: int = 64  # sentences per batch (or target tokens with batch_by="tokens")
     batch_by: str = "sentences"  # "sentences" | "tokens"
-    bucket_width: int = 5  # source-length bucket width for batching
+    bucket_width: int = 16  # length bucket width; batches are padded to bucket bounds
     epochs: int = 10  # training epochs (upper bound with early stopping)
     steps_per_epoch: int = 0  # 0 = one pass over the training data
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)

@@ -25,7 +25,7 @@ def load_splits(config):
     from keras_rnmt import datasets
 
     if config.dataset == "toy":
-        return datasets.toy_splits(seed=config.seed, num_train=config.toy_examples)
+        return datasets.toy_splits(seed=config.seed, train_size=config.toy_examples)
     return {
         split: datasets.multi30k(split, config.source_lang, config.target_lang,
                                  variant=config.variant, data_dir=config.data_dir or None)
@@ -81,9 +81,11 @@ def train_and_evaluate(config, run_dir):
     train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                          batch_size=config.batch_size, batch_by=config.batch_by,
                          bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
+                         pad_to_bucket=True,
                          repeat=bool(config.steps_per_epoch))
     valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
-                         batch_size=config.batch_size, shuffle=False)
+                         batch_size=config.batch_size, shuffle=False, pad_to_bucket=True,
+                         bucket_width=config.bucket_width)
 
     model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
                                         target_vocab_size=target_tokenizer.vocabulary_size())

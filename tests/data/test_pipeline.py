@@ -1,0 +1,195 @@
+import collections
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from keras_rnmt.data import WordTokenizer, make_dataset, make_inference_batches
+from keras_rnmt.datasets import toy_translation
+
+SOURCES, TARGETS = toy_translation(400, seed=5)
+
+
+def tokenizers():
+    source, target = WordTokenizer(), WordTokenizer()
+    source.build_vocabulary(SOURCES)
+    target.build_vocabulary(TARGETS)
+    return source, target
+
+
+def batches(dataset):
+    """Iterate a training dataset as numpy `(source, target_in, target_out)` triples."""
+    return [(np.asarray(s), np.asarray(t_in), np.asarray(t_out)) for (s, t_in), t_out in dataset]
+
+
+def lengths(array):
+    return (array != 0).sum(axis=1)
+
+
+@pytest.mark.tensorflow_only
+def test_element_spec():
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=8)
+    spec = tf.TensorSpec(shape=(None, None), dtype=tf.int32)
+    assert dataset.element_spec == ((spec, spec), spec)
+
+
+def test_examples_are_encoded_with_specials_and_padding():
+    source_tokenizer, target_tokenizer = tokenizers()
+    sources, targets = (
+        ["ka bano boka", "lo cedi dira mi dapu"],
+        ["ta hus ser", "se bok tar ru stol"],
+    )
+    dataset = make_dataset(sources, targets, source_tokenizer, target_tokenizer,
+                           batch_size=2, shuffle=False)  # fmt: skip
+    [(source, target_in, target_out)] = batches(dataset)
+    for array in (source, target_in, target_out):
+        assert array.dtype == np.int32
+    source_ids = source_tokenizer.tokenize(sources).to_list()
+    target_ids = target_tokenizer.tokenize(targets).to_list()
+    assert source.tolist() == [source_ids[0] + [3, 0, 0], source_ids[1] + [3]]
+    assert target_in.tolist() == [[2] + target_ids[0] + [0, 0], [2] + target_ids[1]]
+    assert target_out.tolist() == [target_ids[0] + [3, 0, 0], target_ids[1] + [3]]
+
+
+def test_every_pair_appears_once_and_batches_are_bucketed():
+    source_tokenizer, target_tokenizer = tokenizers()
+    dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                           batch_size=16, bucket_width=3)  # fmt: skip
+    seen = collections.Counter()
+    sizes = []
+    for source, target_in, target_out in batches(dataset):
+        source_lengths = lengths(source)
+        assert source_lengths.max() - source_lengths.min() < 3
+        assert source.shape[1] == source_lengths.max()  # padded to the longest only
+        assert source.shape[0] <= 16
+        assert (target_in[:, 0] == 2).all()
+        sizes.append(source.shape[0])
+        decoded_sources = source_tokenizer.detokenize(source).numpy().tolist()
+        decoded_targets = target_tokenizer.detokenize(target_out).numpy().tolist()
+        seen.update((s.decode(), t.decode()) for s, t in zip(decoded_sources, decoded_targets))
+    assert seen == collections.Counter(zip(SOURCES, TARGETS))
+    assert max(sizes) == 16
+
+
+def test_drop_remainder_gives_full_batches():
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=16, drop_remainder=True)
+    sizes = {source.shape[0] for source, _, _ in batches(dataset)}
+    assert sizes == {16}
+
+
+def test_seed_reproducibility_and_reshuffling():
+    source_tokenizer, target_tokenizer = tokenizers()
+
+    def first_epochs(seed, epochs=2):
+        dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                               batch_size=16, seed=seed)  # fmt: skip
+        return [[source.tolist() for source, _, _ in batches(dataset)] for _ in range(epochs)]
+
+    first, again, other = first_epochs(1), first_epochs(1), first_epochs(2)
+    assert first == again
+    assert first != other
+    assert first[0] != first[1]  # a new order every epoch
+
+
+def test_batch_by_tokens_respects_budget():
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=120, batch_by="tokens",
+                           bucket_width=4)  # fmt: skip
+    sizes, total = [], 0
+    for source, target_in, target_out in batches(dataset):
+        assert source.shape[0] * max(source.shape[1], target_in.shape[1]) <= 120
+        assert target_in.shape == target_out.shape
+        source_lengths, target_lengths = lengths(source), lengths(target_out)
+        assert source_lengths.max() - source_lengths.min() < 4
+        assert target_lengths.max() - target_lengths.min() < 4
+        sizes.append(source.shape[0])
+        total += source.shape[0]
+    assert total == len(SOURCES)
+    assert max(sizes) > 1
+
+
+def test_max_length_guard_drops_long_pairs():
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=64, max_length=5)
+    kept = sum(source.shape[0] for source, _, _ in batches(dataset))
+    expected = sum(len(s.split()) <= 5 and len(t.split()) <= 5 for s, t in zip(SOURCES, TARGETS))
+    assert 0 < kept == expected < len(SOURCES)
+
+
+def test_repeat_continues_past_one_epoch():
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=64, repeat=True)
+    assert sum(source.shape[0] for source, _, _ in batches(dataset.take(20))) > len(SOURCES)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_by": "words"},
+         "`batch_by` must be one of ['sentences', 'tokens']. Received: batch_by='words'"),
+        ({"batch_size": 0}, "`batch_size` must be a positive integer. Received: batch_size=0"),
+        ({"bucket_width": 0}, "`bucket_width` must be a positive integer. Received: bucket_width=0"),
+    ],
+)  # fmt: skip
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        make_dataset(SOURCES, TARGETS, *tokenizers(), **kwargs)
+    assert str(info.value) == message
+
+
+def test_mismatched_lengths():
+    with pytest.raises(ValueError) as info:
+        make_dataset(SOURCES, TARGETS[:-1], *tokenizers())
+    assert str(info.value) == (
+        "`sources` and `targets` must have the same length. Received: 400 sources, 399 targets"
+    )
+
+
+def test_inference_batches_keep_order_and_everything():
+    source_tokenizer, _ = tokenizers()
+    sources = ["ka bano boka", "", "lo cedi dira mi dapu", "unknown words here"]
+    result = [np.asarray(batch) for batch in make_inference_batches(sources, source_tokenizer, 3)]
+    assert [batch.shape for batch in result] == [(3, 6), (1, 4)]
+    assert result[0].dtype == np.int32
+    ids = source_tokenizer.tokenize(sources).to_list()
+    assert result[0].tolist() == [ids[0] + [3, 0, 0], [3, 0, 0, 0, 0, 0], ids[2] + [3]]
+    assert result[1].tolist() == [[1, 1, 1, 3]]
+
+
+def test_model_fit_on_dataset():
+    """`model.fit` consumes the dataset under every backend."""
+    source_tokenizer, target_tokenizer = tokenizers()
+    vocabulary = target_tokenizer.vocabulary_size()
+    source_ids = keras.Input(shape=(None,), dtype="int32")
+    target_in = keras.Input(shape=(None,), dtype="int32")
+    source = keras.layers.Embedding(source_tokenizer.vocabulary_size(), 8)(source_ids)
+    context = keras.layers.GlobalAveragePooling1D()(source)  # batch x 8
+    target = keras.layers.Embedding(vocabulary, 8)(target_in)  # batch x T x 8
+    hidden = keras.layers.Lambda(lambda x: x[0] + ops.expand_dims(x[1], 1))([target, context])
+    logits = keras.layers.Dense(vocabulary)(hidden)  # batch x T x V
+    model = keras.Model([source_ids, target_in], logits)
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                           batch_size=32, repeat=True)  # fmt: skip
+    history = model.fit(dataset, steps_per_epoch=2, epochs=1, shuffle=False, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert history.history["loss"][0] > 0
+
+
+def test_pad_to_bucket_gives_one_static_shape_per_bucket():
+    from keras_rnmt.data import build_tokenizer, make_dataset
+
+    sources = [" ".join(["a"] * n) for n in range(1, 30)]
+    targets = [" ".join(["b"] * (n + 2)) for n in range(1, 30)]
+    src_tok = build_tokenizer("word", sources, min_frequency=1)
+    tgt_tok = build_tokenizer("word", targets, min_frequency=1)
+    dataset = make_dataset(sources, targets, src_tok, tgt_tok, batch_size=4, bucket_width=8,
+                           pad_to_bucket=True, shuffle=False)
+    shapes = set()
+    for (source, target_in), target_out in dataset:
+        assert source.shape[1] == target_in.shape[1] == target_out.shape[1]
+        assert source.shape[1] % 8 == 0
+        shapes.add(int(source.shape[1]))
+    assert shapes == {8, 16, 24, 32}  # target lengths 4..32 (+1 special): 4 buckets
