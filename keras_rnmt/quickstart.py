@@ -17,9 +17,9 @@ def toy_config():
             window=1, memory_units=32, attention_units=64, dropout=0.1,
         ),
         batch_size=64,
-        epochs=8,
+        epochs=4,
         learning_rate=3e-3,
-        patience=3,
+        patience=2,
         beam_size=5,
     )
 
@@ -36,7 +36,7 @@ def main(run_dir="runs/quickstart"):
           f"({results['training_seconds']:.0f} s of training)")
 
     translator = Translator.from_run(run_dir)
-    sources, references = toy_splits(seed=config.seed, num_train=config.toy_examples)["test"]
+    sources, references = toy_splits(seed=config.seed, train_size=config.toy_examples)["test"]
     examples = translator.translate(sources[:3])
     for source, reference, result in zip(sources, references, examples):
         print(f"  source:    {source}\n  output:    {result.text}\n  reference: {reference}")
