@@ -193,7 +193,7 @@ class Translator:
         beam_size, alpha, beta = self.beam_size, self.length_penalty, self.coverage_penalty
 
         def run(source, max_length):
-            state = model.search_state(source)
+            state = model.search_state(source, max_length=max_steps)
             mask = ops.not_equal(source, 0)
             common = dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
                           eos_id=target.eos_id, max_length=max_length, source_mask=mask,

@@ -74,10 +74,12 @@ class TranslationModel(keras.Model):
         self.decoder = decoder
 
     # -- search interface -----------------------------------------------------------------
-    def search_state(self, source_ids):
+    def search_state(self, source_ids, max_length=None):
         """The tree search starts from: decoder state, per-sentence constants, step counter.
 
         Every leaf is batch-major, so beam search can tile and reorder it generically.
+        `max_length` is accepted for interface parity with the Transformer (whose cache
+        needs it); the RNN state does not depend on it.
         """
         memory, mask, final = self.encoder(source_ids, training=False)
         context = self.decoder.prepare(memory, mask, final)
