@@ -6,6 +6,8 @@ Output buffers have a static time length T so the loop carry keeps one shape und
 
 import numbers
 
+import keras
+import numpy as np
 from keras import ops
 
 NEG_INF = float("-inf")
@@ -32,7 +34,9 @@ def resolve_max_length(max_length, batch_size, max_steps=None):
         limits = ops.full((batch_size,), int(max_length), dtype="int32")
     else:
         limits = ops.cast(max_length, "int32")
-        if max_steps is None:
+        if max_steps is None and isinstance(max_length, (np.ndarray, list, tuple)):
+            steps = int(np.max(max_length))
+        elif max_steps is None:
             try:
                 steps = int(ops.convert_to_numpy(ops.max(limits)))
             except Exception as error:  # symbolic tensor: jit/graph tracing
@@ -45,6 +49,24 @@ def resolve_max_length(max_length, batch_size, max_steps=None):
     if steps < 1:
         raise ValueError(f"max_steps must be >= 1; received max_steps={steps}")
     return ops.clip(limits, 1, steps), steps
+
+
+def probe_attention(step_fn, tokens, state):
+    """Whether ``step_fn`` gives attention, and its number of source positions S.
+
+    The loop carry needs S before the loop starts. Under JAX the step is only traced
+    (`jax.eval_shape`); elsewhere it runs once (graph compilers drop the unused result,
+    eager backends pay for one step).
+    """
+    if keras.backend.backend() == "jax":
+        import jax
+
+        attention = jax.eval_shape(lambda state: step_fn(tokens, state)[2], state)
+    else:
+        attention = step_fn(tokens, state)[2]
+    if attention is None:
+        return False, 0
+    return True, ops.shape(attention)[-1]
 
 
 def call_step(step_fn, tokens, state, expect_attention=None):
@@ -71,7 +93,8 @@ def read_step(buffer, t):
     """``buffer[..., t]`` for an int buffer (..., T) and a scalar tensor ``t``."""
     steps = ops.shape(buffer)[-1]
     hit = ops.arange(steps, dtype="int32") == t
-    return ops.sum(ops.where(hit, buffer, ops.zeros_like(buffer)), axis=-1)
+    picked = ops.sum(ops.where(hit, buffer, ops.zeros_like(buffer)), axis=-1)
+    return ops.cast(picked, buffer.dtype)  # torch sums int32 to int64
 
 
 def write_step(buffer, t, values, axis):

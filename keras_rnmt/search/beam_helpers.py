@@ -22,7 +22,10 @@ def add_beam_dim(x, beam_size):
 def flatten_beam_dim(x):
     """Merge the beam axis into the batch axis: ``(B, K, ...) -> (B * K, ...)``."""
     shape = ops.shape(x)
-    return ops.reshape(x, (-1,) + tuple(shape[2:]))
+    # An explicit size where it is static: -1 is ambiguous for empty tensors (S = 0).
+    static = isinstance(shape[0], int) and isinstance(shape[1], int)
+    rows = shape[0] * shape[1] if static else -1
+    return ops.reshape(x, (rows,) + tuple(shape[2:]))
 
 
 def unflatten_beam_dim(x, batch_size, beam_size):

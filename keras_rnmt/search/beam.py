@@ -1,0 +1,306 @@
+"""Batched beam search with GNMT length and coverage penalties (Wu et al., 2016, Sec. 7).
+
+The search keeps two sets per sentence, as in GNMT/Tensor2Tensor and the Flax WMT example:
+
+- *alive*: the K best unfinished hypotheses by raw log-probability; only these are expanded.
+- *finished*: the ``n_best`` best completed hypotheses by normalised score
+  ``log P / lp(|Y|) + cp``. A hypothesis enters it when it emits </s> and is frozen there:
+  it is never expanded again and its tokens, score and attention no longer change.
+
+Each step expands the K alive beams over the vocabulary and keeps the top 2K candidates:
+at most K of them end in </s>, so at least K unfinished ones remain to refill *alive*,
+while the </s> candidates are merged into *finished*. A sentence is done when its
+``n_best``-th finished score is at least the best score any alive beam could still reach
+(its log-probability can only fall, lp only grows up to the sentence's length limit, and
+cp <= 0); its alive beams are then retired (log-probability -inf). The loop stops when no
+sentence has an alive beam, or after T steps.
+"""
+
+from typing import Any, NamedTuple
+
+from keras import ops, tree
+
+from keras_rnmt.search import beam_helpers
+from keras_rnmt.search._decoding import (
+    NEG_INF,
+    call_step,
+    probe_attention,
+    read_step,
+    resolve_max_length,
+    write_step,
+)
+from keras_rnmt.search.beam_helpers import (
+    add_beam_dim,
+    flatten_beam_dim,
+    gather_beams,
+    take_beams,
+    unflatten_beam_dim,
+)
+from keras_rnmt.search.result import SearchResult
+
+
+class BeamState(NamedTuple):
+    """The ``while_loop`` carry of `beam_search`.
+
+    B sentences, K = beam_size, N = n_best, T steps, S source positions (0 when the model
+    gives no attention).
+
+    Attributes:
+        step: int32 scalar. Tokens emitted so far by the alive beams (next position).
+        alive_tokens: int32 (B, K, T). Ids of the alive hypotheses.
+        alive_log_probs: float32 (B, K). Their log-probabilities; -inf marks an empty beam.
+        alive_attention: float32 (B, K, T, S). Their attention history.
+        finished_tokens: int32 (B, N, T). Completed hypotheses, best first, 0 after </s>.
+        finished_scores: float32 (B, N). Normalised scores; -inf marks an empty slot.
+        finished_log_probs: float32 (B, N). Raw log-probabilities.
+        finished_lengths: int32 (B, N). Lengths including </s>.
+        finished_attention: float32 (B, N, T, S). Attention history, zeros after </s>.
+        finished_flags: bool (B, N). True where the slot holds a hypothesis.
+        model_state: the step function's state, leaves (B * K, ...).
+    """
+
+    step: Any
+    alive_tokens: Any
+    alive_log_probs: Any
+    alive_attention: Any
+    finished_tokens: Any
+    finished_scores: Any
+    finished_log_probs: Any
+    finished_lengths: Any
+    finished_attention: Any
+    finished_flags: Any
+    model_state: Any
+
+
+def _check_arguments(beam_size, n_best, alpha, beta):
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
+    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(
+            f"n_best must be an int in [1, beam_size]; received n_best={n_best!r}, "
+            f"beam_size={beam_size}"
+        )
+    for name, value in (("length_penalty", alpha), ("coverage_penalty", beta)):
+        if not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name} must be a float >= 0; received {name}={value!r}")
+
+
+def _merge_top(scores, candidates, k):
+    """Keep the k best of the concatenated slots: ``candidates`` is a list of (B, M_i, ...)
+    tensors aligned with ``scores`` (B, sum M_i). Returns (top scores (B, k), kept tensors)."""
+    top_scores, index = ops.top_k(scores, k=k, sorted=True)
+    return top_scores, [take_beams(tensor, index) for tensor in candidates]
+
+
+def _append(pool, candidates, keep, empty):
+    """Concatenate the pool (B, N, ...) with the candidates (B, 2K, ...) kept where ``keep``."""
+    keep = ops.reshape(keep, tuple(ops.shape(keep)) + (1,) * (len(ops.shape(candidates)) - 2))
+    candidates = ops.where(keep, candidates, ops.cast(empty, candidates.dtype))
+    return ops.concatenate([pool, candidates], axis=1)
+
+
+def _advance(carry, log_probs, model_state, attention, config):
+    """One beam step at time ``carry.step`` given the step function's outputs."""
+    batch_size, beam_size, n_best, eos_id, limits, alpha, beta, source_mask = config
+    t = carry.step
+    vocab_size = ops.shape(log_probs)[-1]
+    log_probs = unflatten_beam_dim(log_probs, batch_size, beam_size)  # B x K x V
+    attention = unflatten_beam_dim(attention, batch_size, beam_size)  # B x K x S
+
+    # A sentence at its length limit may only emit </s>.
+    at_limit = (t >= limits - 1)[:, None, None]
+    not_eos = (ops.arange(vocab_size, dtype="int32") != eos_id)[None, None, :]
+    log_probs = ops.where(ops.logical_and(at_limit, not_eos), NEG_INF, log_probs)
+
+    # Top 2K expansions by raw log-probability.
+    scores = ops.reshape(carry.alive_log_probs[:, :, None] + log_probs, (batch_size, -1))
+    num_candidates = min(2 * beam_size, beam_size * vocab_size)
+    candidate_log_probs, flat_index = ops.top_k(scores, k=num_candidates, sorted=True)
+    flat_index = ops.cast(flat_index, "int32")
+    candidate_beam = flat_index // vocab_size  # B x 2K
+    candidate_token = flat_index % vocab_size  # B x 2K
+    candidate_tokens = write_step(
+        take_beams(carry.alive_tokens, candidate_beam), t, candidate_token, axis=2
+    )  # B x 2K x T
+    candidate_attention = write_step(
+        take_beams(carry.alive_attention, candidate_beam),
+        t,
+        take_beams(attention, candidate_beam),
+        axis=2,
+    )  # B x 2K x T x S
+    is_eos = candidate_token == eos_id
+    is_real = candidate_log_probs > NEG_INF
+
+    # Alive: the K best candidates that did not end in </s>.
+    alive_log_probs, alive_index = ops.top_k(
+        ops.where(is_eos, NEG_INF, candidate_log_probs), k=beam_size, sorted=True
+    )
+    alive_tokens = take_beams(candidate_tokens, alive_index)
+    alive_attention = take_beams(candidate_attention, alive_index)
+    parent = take_beams(candidate_beam[:, :, None], alive_index)[:, :, 0]  # B x K
+    model_state = gather_beams(model_state, parent, batch_size, beam_size)
+
+    # Finished: merge the candidates that ended in </s> into the frozen n_best pool.
+    new_finished = ops.logical_and(is_eos, is_real)  # B x 2K
+    lengths = ops.zeros_like(candidate_token) + (t + 1)
+    new_scores = candidate_log_probs / beam_helpers.length_penalty(lengths, alpha)
+    if beta > 0:
+        coverage = ops.sum(candidate_attention, axis=2)  # B x 2K x S
+        new_scores += beam_helpers.coverage_penalty(coverage, beta, source_mask)
+    # Candidates that did not finish become empty slots, as the docstring of SearchResult says.
+    new_scores = ops.where(new_finished, new_scores, NEG_INF)
+    finished_scores, kept = _merge_top(
+        ops.concatenate([carry.finished_scores, new_scores], axis=1),
+        [
+            _append(carry.finished_tokens, candidate_tokens, new_finished, 0),
+            _append(carry.finished_log_probs, candidate_log_probs, new_finished, NEG_INF),
+            _append(carry.finished_lengths, lengths, new_finished, 0),
+            _append(carry.finished_attention, candidate_attention, new_finished, 0.0),
+            _append(carry.finished_flags, new_finished, new_finished, False),
+        ],
+        n_best,
+    )
+    finished_tokens, finished_log_probs, finished_lengths, finished_attention, flags = kept
+
+    # Retire the alive beams of sentences whose n_best-th finished score cannot be beaten.
+    best_reachable = ops.max(alive_log_probs, axis=1) / beam_helpers.length_penalty(limits, alpha)
+    done = finished_scores[:, n_best - 1] >= best_reachable
+    alive_log_probs = ops.where(done[:, None], NEG_INF, alive_log_probs)
+
+    return BeamState(
+        step=t + 1,
+        alive_tokens=alive_tokens,
+        alive_log_probs=alive_log_probs,
+        alive_attention=alive_attention,
+        finished_tokens=finished_tokens,
+        finished_scores=finished_scores,
+        finished_log_probs=finished_log_probs,
+        finished_lengths=finished_lengths,
+        finished_attention=finished_attention,
+        finished_flags=flags,
+        model_state=model_state,
+    )
+
+
+def beam_search(
+    step_fn,
+    initial_state,
+    *,
+    batch_size,
+    beam_size,
+    bos_id,
+    eos_id,
+    max_length,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+    source_mask=None,
+    n_best=1,
+    max_steps=None,
+):
+    """Find the ``n_best`` best translations of every sentence with batched beam search.
+
+    Hypotheses are ranked by the GNMT score s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y) with
+    lp(Y) = ((5 + |Y|) / 6) ** alpha and cp = beta * sum_i log(min(sum_j a_ij, 1)) (Wu et
+    al., 2016, Eq. 14). The beams are expanded by raw log-probability; see the module
+    docstring for the alive/finished formulation and the stopping rule. The model state
+    is tiled to B * K rows and reordered with `gather_beams`, whatever its structure.
+
+    Args:
+        step_fn: callable ``(tokens, state) -> (log_probs, new_state, attention)``:
+            tokens int32 (B*K,), the previous ids (``bos_id`` first); state any nested
+            structure of batch-major tensors (B*K, ...); log_probs float32 (B*K, V)
+            normalised; new_state with the structure, shapes and dtypes of ``state``;
+            attention float32 (B*K, S), or ``None`` for a model without attention.
+        initial_state: the state before the first step, leaves (B, ...); tiled here.
+        batch_size: int. B.
+        beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly.
+        bos_id: int. Id fed at the first step.
+        eos_id: int. End-of-sentence id.
+        max_length: int, or int tensor (B,) of per-sentence limits, counting </s>; a
+            hypothesis reaching its limit gets </s> forced (scored with its model
+            log-probability).
+        length_penalty: float alpha >= 0. Defaults to 0 (no length normalisation).
+        coverage_penalty: float beta >= 0. Defaults to 0. Needs attention from the model.
+        source_mask: optional bool tensor (B, S), True on real source tokens; padded
+            positions are left out of the coverage penalty.
+        n_best: int in [1, beam_size]. Hypotheses returned per sentence. Defaults to 1.
+        max_steps: optional int, the static output length T; needed only when
+            ``max_length`` is a tensor traced by ``jax.jit``/``tf.function``.
+
+    Returns:
+        `SearchResult` with tokens (B, n_best, T), scores (B, n_best) sorted best first,
+        log_probs (B, n_best), lengths (B, n_best), attention (B, n_best, T, S) or ``None``.
+
+    Example:
+    >>> import numpy as np
+    >>> # log P(next | previous) over <pad>, <s>, </s>, a: <s> -> a .6 | </s> .4;
+    >>> # a -> </s> .9 | a .1 (pad and </s> rows are never used).
+    >>> probs = np.array([[1, 0, 0, 0], [0, 0, .4, .6], [1, 0, 0, 0], [0, 0, .9, .1]])
+    >>> table = np.log(probs + 1e-9)
+    >>> step = lambda tokens, state: (ops.take(table, tokens, axis=0), state, None)
+    >>> result = beam_search(step, {}, batch_size=1, beam_size=2, bos_id=1, eos_id=2,
+    ...                      max_length=4, n_best=2)
+    >>> ops.convert_to_numpy(result.tokens)[0].tolist()  # "a </s>" (.54), then "</s>" (.4)
+    [[3, 2, 0, 0], [2, 0, 0, 0]]
+
+    References:
+        Wu et al., 2016. Google's Neural Machine Translation System. arXiv:1609.08144.
+    """
+    alpha, beta = length_penalty, coverage_penalty
+    _check_arguments(beam_size, n_best, alpha, beta)
+    limits, steps = resolve_max_length(max_length, batch_size, max_steps)
+    if source_mask is not None:
+        source_mask = ops.cast(source_mask, "bool")
+    model_state = _tile(initial_state, beam_size)
+    bos = ops.full((batch_size * beam_size,), bos_id, dtype="int32")
+    has_attention, source_length = probe_attention(step_fn, bos, model_state)
+    if beta > 0 and not has_attention:
+        raise ValueError(
+            f"coverage_penalty={beta} needs attention, but step_fn returned attention=None"
+        )
+    beams = (batch_size, beam_size)
+    pool = (batch_size, n_best)
+    first_beam = ops.arange(beam_size, dtype="int32") == 0
+    carry = BeamState(
+        step=ops.convert_to_tensor(0, dtype="int32"),
+        alive_tokens=ops.zeros(beams + (steps,), dtype="int32"),
+        # Only beam 0 is alive at first, so the K beams do not start as K copies.
+        alive_log_probs=ops.where(first_beam, ops.zeros(beams, dtype="float32"), NEG_INF),
+        alive_attention=ops.zeros(beams + (steps, source_length), dtype="float32"),
+        finished_tokens=ops.zeros(pool + (steps,), dtype="int32"),
+        finished_scores=ops.full(pool, NEG_INF, dtype="float32"),
+        finished_log_probs=ops.full(pool, NEG_INF, dtype="float32"),
+        finished_lengths=ops.zeros(pool, dtype="int32"),
+        finished_attention=ops.zeros(pool + (steps, source_length), dtype="float32"),
+        finished_flags=ops.zeros(pool, dtype="bool"),
+        model_state=model_state,
+    )
+    config = (batch_size, beam_size, n_best, eos_id, limits, alpha, beta, source_mask)
+
+    def cond(carry):
+        return ops.logical_and(carry.step < steps, ops.any(carry.alive_log_probs > NEG_INF))
+
+    def body(carry):
+        previous = read_step(flatten_beam_dim(carry.alive_tokens), carry.step - 1)
+        previous = ops.where(carry.step == 0, bos_id, previous)
+        log_probs, model_state, attention, _ = call_step(
+            step_fn, previous, carry.model_state, expect_attention=has_attention
+        )
+        return (_advance(carry, log_probs, model_state, attention, config),)
+
+    (carry,) = ops.while_loop(cond, body, (carry,))
+    return SearchResult(
+        tokens=carry.finished_tokens,
+        scores=carry.finished_scores,
+        log_probs=carry.finished_log_probs,
+        lengths=carry.finished_lengths,
+        attention=carry.finished_attention if has_attention else None,
+    )
+
+
+def _tile(initial_state, beam_size):
+    """(B, ...) -> (B * K, ...) for every leaf: each beam starts from its sentence's state."""
+    return tree.map_structure(
+        lambda x: flatten_beam_dim(add_beam_dim(ops.convert_to_tensor(x), beam_size)),
+        initial_state,
+    )
