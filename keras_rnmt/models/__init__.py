@@ -5,6 +5,7 @@ from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
 from keras_rnmt.models.rnn_encoder import RNNEncoder
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
+from keras_rnmt.models.transformer_model import TransformerDecoderStack, TransformerTranslationModel
 from keras_rnmt.models.translation_model import TranslationModel
 
 
@@ -13,8 +14,6 @@ def build_model(config):
     if isinstance(config, dict):
         config = ModelConfig.from_dict(config)
     if config.model_type == "transformer":
-        from keras_rnmt.models.transformer_model import TransformerTranslationModel
-
         return TransformerTranslationModel(config)
     return TranslationModel(config)
 
@@ -25,6 +24,8 @@ __all__ = [
     "ModelConfig",
     "RNNEncoder",
     "SelfAttentionEncoder",
+    "TransformerDecoderStack",
+    "TransformerTranslationModel",
     "TranslationModel",
     "build_model",
 ]
