@@ -3,6 +3,7 @@
     keras-rnmt train recipes/multi30k.py --attention recurrent --window 5 --run-dir runs/rec5
     keras-rnmt translate runs/rec5 -i input.txt -o output.txt --beam-size 5
     keras-rnmt evaluate runs/rec5 --source test.en --reference test.de --tokenized
+    keras-rnmt export runs/rec5 saved_models/rec5
     keras-rnmt quickstart
 """
 
@@ -124,6 +125,13 @@ def cmd_evaluate(args, _):
                         lowercase=args.lowercase))
 
 
+def cmd_export(args, _):
+    from keras_rnmt.export import main as export_main
+
+    export_main([args.run_dir, args.path] + (["--beam-size", str(args.beam_size)]
+                                             if args.beam_size else []))
+
+
 def cmd_quickstart(args, _):
     from keras_rnmt.quickstart import main as quickstart
 
@@ -162,6 +170,12 @@ def build_parser():
     evaluate.add_argument("--lowercase", action="store_true")
     evaluate.add_argument("--replace-unk", action="store_true")
     evaluate.set_defaults(func=cmd_evaluate)
+
+    export = sub.add_parser("export", help="export a run as a SavedModel serving raw strings")
+    export.add_argument("run_dir")
+    export.add_argument("path")
+    export.add_argument("--beam-size", type=int, default=None)
+    export.set_defaults(func=cmd_export)
 
     quick = sub.add_parser("quickstart", help="train and evaluate the toy recurrent model")
     quick.add_argument("--run-dir", default="runs/quickstart")

@@ -26,6 +26,7 @@ def toy_config():
 
 def main(run_dir="runs/quickstart"):
     from keras_rnmt.datasets import toy_splits
+    from keras_rnmt.export import export_run
     from keras_rnmt.plotting import plot_attention
     from keras_rnmt.training.train import train_and_evaluate
     from keras_rnmt.translator import Translator
@@ -45,4 +46,33 @@ def main(run_dir="runs/quickstart"):
     plot_attention(first.attention, first.source_tokens, first.tokens + ["</s>"], path=heatmap,
                    title="recurrent attention (k=1), toy test sentence 1")
     print(f"attention heatmap: {heatmap}")
+
+    exported = os.path.join("saved_models", "toy_recurrent")
+    export_run(run_dir, exported)
+    print(f"SavedModel: {exported}; translating through it with plain tf.saved_model.load:")
+    serve = _load_saved_model(exported)
+    outputs = serve(sources[:3])
+    for source, output in zip(sources[:3], outputs):
+        print(f"  {source}  ->  {output}")
     return results
+
+
+def _load_saved_model(path):
+    """Translate with the exported model in a subprocess that never imports keras_rnmt."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, tensorflow as tf\n"
+        "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
+        "out = serve(inputs=tf.constant(json.loads(sys.stdin.read())))\n"
+        "print(json.dumps([t.decode('utf-8') for t in out['translations'].numpy()]))\n"
+    )
+
+    def serve(sentences):
+        result = subprocess.run([sys.executable, "-c", code, path], input=json.dumps(sentences),
+                                capture_output=True, text=True, check=True)
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    return serve

@@ -1,0 +1,248 @@
+"""Export a trained model and its tokenizers as one TensorFlow SavedModel.
+
+The SavedModel maps raw strings to translations with no Python and no keras-rnmt at
+serving time: tokenisation, `</s>`, padding, beam search and detokenisation all run in
+its graph, so `tf.saved_model.load(path).signatures["serving_default"]` (or TF Serving)
+is all a client needs. Its signature:
+
+    serving_default(inputs: tf.string (B,)) -> {"translations": tf.string (B,),
+                                                "scores": tf.float32 (B,)}
+
+It gives what `Translator(model, ..., beam_size, length_penalty)` gives, blank inputs
+included (empty translation, score 0). Exporting needs `KERAS_BACKEND=tensorflow`;
+`export_run` (and the command below) reloads a run trained under JAX or PyTorch in a
+TensorFlow-backend subprocess:
+
+    python -m keras_rnmt.export runs/rec5 saved_models/rec5 --beam-size 5
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import keras
+
+# Python's `str.isspace` characters (what `Translator` strips), as an RE2 class.
+BLANK_PATTERN = r"[\t-\r\x1c-\x1f\x85\p{Z}]*"
+# The shortest static output length T; the graph holds one search per T in 16·4^k.
+FIRST_BUCKET = 16
+# `Translator` pads sources to a multiple of this; the same padding gives the same numbers.
+SOURCE_PAD_MULTIPLE = 8
+
+
+def _require_tensorflow(function):
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise RuntimeError(
+            f"{function} traces the model into a TensorFlow graph and needs "
+            f"KERAS_BACKEND=tensorflow; the backend is {backend!r}. Use "
+            "`export_run(run_dir, path)` or `python -m keras_rnmt.export RUN_DIR PATH`, "
+            "which reload the model under TensorFlow."
+        )
+
+
+def step_buckets(max_output_length):
+    """The static output lengths T the graph picks from: 16, 64, 256, ... up to the limit.
+
+    `beam_search` needs a static T; each bucket is one traced search in the graph, and a
+    batch runs in the smallest that fits its longest limit (at most 4x too long).
+    """
+    if not isinstance(max_output_length, int) or max_output_length < 1:
+        raise ValueError(
+            f"max_output_length must be a positive int; received {max_output_length!r}"
+        )
+    buckets, steps = [], FIRST_BUCKET
+    while steps < max_output_length:
+        buckets.append(steps)
+        steps *= 4
+    return tuple(buckets) + (max_output_length,)
+
+
+def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
+                 coverage_penalty, max_length_a, max_length_b, max_output_length):
+    import tensorflow as tf
+
+    from keras_rnmt.search import beam_search
+
+    bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
+    buckets = step_buckets(max_output_length)
+
+    def search(source, max_length, max_steps):
+        """Beam search on padded ids (B', S) -> (texts (B',), scores (B',))."""
+        result = beam_search(
+            model.search_step, model.search_state(source), batch_size=tf.shape(source)[0],
+            beam_size=beam_size, bos_id=bos_id, eos_id=eos_id, max_length=max_length,
+            length_penalty=length_penalty, coverage_penalty=coverage_penalty,
+            source_mask=tf.not_equal(source, 0), max_steps=max_steps,
+        )
+        return target_tokenizer.detokenize(result.tokens[:, 0]), result.scores[:, 0]
+
+    def translate(strings):
+        """Non-blank strings (B',) -> (texts (B',), scores (B',))."""
+        ids = source_tokenizer.tokenize(strings)  # B' x None, ragged
+        eos = tf.fill([tf.shape(strings)[0], 1], tf.constant(source_tokenizer.eos_id, tf.int32))
+        ids = tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1)
+        lengths = tf.cast(ids.row_lengths(), tf.int32)
+        width = -(-tf.reduce_max(lengths) // SOURCE_PAD_MULTIPLE) * SOURCE_PAD_MULTIPLE
+        source = ids.to_tensor(default_value=0)
+        source = tf.pad(source, [[0, 0], [0, width - tf.shape(source)[1]]])  # B' x S
+        # float64 and ceil, as `Translator` computes the limits with numpy.
+        limits = tf.math.ceil(max_length_a * tf.cast(lengths, tf.float64) + max_length_b)
+        limits = tf.cast(limits, tf.int32)
+        # beam_search needs a static T: pick the smallest bucket that fits every limit.
+        bucket = tf.searchsorted(tf.constant(buckets, tf.int32),
+                                 tf.reduce_max(limits)[tf.newaxis])[0]
+        bucket = tf.minimum(bucket, len(buckets) - 1)
+        branches = [lambda steps=steps: search(source, limits, steps) for steps in buckets]
+        return tf.switch_case(bucket, branches)
+
+    class TranslationModule(tf.Module):
+        def __init__(self):
+            super().__init__(name="translation")
+            # Attributes, so the variables and lookup tables are saved with the graph.
+            self.model = model
+            self.source_tokenizer = source_tokenizer
+            self.target_tokenizer = target_tokenizer
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        def serve(self, inputs):
+            batch = tf.shape(inputs)[0]
+            keep = tf.logical_not(tf.strings.regex_full_match(inputs, BLANK_PATTERN))
+            index = tf.where(keep)  # B' x 1
+            strings = tf.gather_nd(inputs, index)
+            texts, scores = tf.cond(
+                tf.size(strings) > 0,
+                lambda: translate(strings),
+                lambda: (tf.zeros([0], tf.string), tf.zeros([0], tf.float32)),
+            )
+            return {
+                "translations": tf.tensor_scatter_nd_update(tf.fill([batch], ""), index, texts),
+                "scores": tf.tensor_scatter_nd_update(tf.zeros([batch], tf.float32), index,
+                                                      scores),
+            }
+
+    return TranslationModule()
+
+
+def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_size=5,
+                       length_penalty=1.0, max_length_a=1.5, max_length_b=10,
+                       coverage_penalty=0.0, max_output_length=512):
+    """Write a SavedModel that translates raw strings with beam search.
+
+    The serving graph does what `Translator` does in Python: tokenise, append `</s>`, pad
+    with 0, limit each output to ceil(a·|source| + b) tokens (|source| counts `</s>`),
+    run `keras_rnmt.search.beam_search` over `model.search_step`, detokenise the best
+    hypothesis. Blank inputs give "" and score 0. Per-sentence limits above
+    `max_output_length` are clipped to it (`Translator` has no such cap).
+
+    Args:
+        model: a `TranslationModel` (anything with `search_state`/`search_step`).
+        source_tokenizer, target_tokenizer: keras-rnmt tokenizers. The word tokenizer needs
+            only core TensorFlow ops; WordPiece/SentencePiece need `tensorflow_text`
+            imported before `tf.saved_model.load`.
+        path: str, the SavedModel directory.
+        beam_size: int. Defaults to 5.
+        length_penalty: float, GNMT α. Defaults to 1.0.
+        max_length_a, max_length_b: floats, the output limit a·|source| + b. Defaults to 1.5
+            and 10.
+        coverage_penalty: float, GNMT β. Defaults to 0.
+        max_output_length: int, the longest output (</s> included) the graph can produce.
+            The graph holds one search per `step_buckets(max_output_length)` entry.
+            Defaults to 512.
+
+    Returns:
+        The exported `tf.Module`; its `serve(inputs)` is the `serving_default` signature.
+
+    Example:
+    ```python
+    export_saved_model(model, source_tokenizer, target_tokenizer, "saved_models/rec5")
+    serve = tf.saved_model.load("saved_models/rec5").signatures["serving_default"]
+    serve(inputs=tf.constant(["a dog runs ."]))["translations"]
+    ```
+    """
+    import tensorflow as tf
+
+    _require_tensorflow("export_saved_model")
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
+    module = _make_module(model, source_tokenizer, target_tokenizer, beam_size,
+                          float(length_penalty), float(coverage_penalty), float(max_length_a),
+                          float(max_length_b), max_output_length)
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    return module
+
+
+def export_run(run_dir, path, model_file="best.keras", **kwargs):
+    """Export the model and tokenizers of a training run directory under any backend.
+
+    Reads `run_dir/best.keras` and `run_dir/{source,target}_tokenizer.json`; the beam size
+    and length penalty default to the run's `config.json` (as `Translator.from_run`).
+    Under JAX or PyTorch the export runs in a `KERAS_BACKEND=tensorflow` subprocess.
+
+    Args:
+        run_dir: str, the run directory.
+        path: str, the SavedModel directory to write.
+        model_file: str, the model file inside `run_dir`. Defaults to "best.keras".
+        **kwargs: `export_saved_model` options (`beam_size`, `length_penalty`, ...).
+
+    Returns:
+        `path`.
+    """
+    unknown = sorted(set(kwargs) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"Unknown option(s) {unknown}; valid options: {sorted(_OPTIONS)}")
+    model_path = os.path.join(run_dir, model_file)
+    if not os.path.exists(model_path):
+        raise FileNotFoundError(f"No model at {model_path} (is {run_dir} a keras-rnmt run directory?)")
+    if keras.backend.backend() != "tensorflow":
+        command = [sys.executable, "-m", "keras_rnmt.export", run_dir, path,
+                   "--model-file", model_file]
+        for name, value in kwargs.items():
+            command += ["--" + name.replace("_", "-"), str(value)]
+        env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+        subprocess.run(command, env=env, check=True)
+        return path
+
+    import keras_rnmt.models  # noqa: F401  (registers the model classes for load_model)
+    from keras_rnmt.data import load_tokenizer
+
+    settings = {}
+    config_path = os.path.join(run_dir, "config.json")
+    if os.path.exists(config_path):
+        with open(config_path) as file:
+            train = json.load(file)
+        settings = {name: train[name] for name in ("beam_size", "length_penalty") if name in train}
+    model = keras.saving.load_model(model_path)
+    source = load_tokenizer(os.path.join(run_dir, "source_tokenizer.json"))
+    target = load_tokenizer(os.path.join(run_dir, "target_tokenizer.json"))
+    export_saved_model(model, source, target, path, **{**settings, **kwargs})
+    return path
+
+
+# export_run's options and their command-line types.
+_OPTIONS = {"beam_size": int, "length_penalty": float, "coverage_penalty": float,
+            "max_length_a": float, "max_length_b": float, "max_output_length": int}
+
+
+def main(argv=None):
+    """`python -m keras_rnmt.export RUN_DIR PATH [--beam-size 5] ...`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_rnmt.export",
+        description="Export a keras-rnmt run directory as a TensorFlow SavedModel.",
+    )
+    parser.add_argument("run_dir", help="run directory with best.keras and the tokenizers")
+    parser.add_argument("path", help="SavedModel directory to write")
+    parser.add_argument("--model-file", default="best.keras")
+    for name, kind in _OPTIONS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=None)
+    args = parser.parse_args(argv)
+    options = {name: getattr(args, name) for name in _OPTIONS if getattr(args, name) is not None}
+    export_run(args.run_dir, args.path, model_file=args.model_file, **options)
+    if keras.backend.backend() == "tensorflow":  # else the subprocess said it
+        print(f"SavedModel written to {args.path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""SavedModel export: a TensorFlow-only process gives exactly `Translator`'s translations."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from keras_rnmt.data import build_tokenizer, make_dataset
+from keras_rnmt.export import export_run, export_saved_model, step_buckets
+from keras_rnmt.models import ModelConfig, build_model
+from keras_rnmt.translator import Translator
+
+pytestmark = pytest.mark.tensorflow_only
+
+WORDS = "a dog cat bird runs sleeps sings on tree two dogs play the".split()
+# A copy task: the trained model's outputs are non-trivial and differ per sentence.
+SENTENCES = [" ".join(WORDS[(i * 5 + j * 3) % len(WORDS)] for j in range(2 + i % 4))
+             for i in range(24)]
+INPUTS = [SENTENCES[3], "", SENTENCES[1], " \u00a0 ", SENTENCES[0], "zebra dog"]
+BIN = os.path.dirname(sys.executable)
+
+# Runs in a fresh interpreter: TensorFlow only, no keras-rnmt.
+SERVE = """
+import json, sys
+import tensorflow as tf
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = serve(inputs=tf.constant(json.loads(sys.argv[2]), tf.string))
+assert "keras_rnmt" not in sys.modules, sorted(sys.modules)
+print(json.dumps({"translations": [t.decode() for t in out["translations"].numpy()],
+                  "scores": out["scores"].numpy().tolist()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def trained():
+    source = build_tokenizer("word", SENTENCES, min_frequency=1)
+    target = build_tokenizer("word", SENTENCES, min_frequency=1)
+    keras.utils.set_random_seed(0)
+    model = build_model(ModelConfig(
+        source_vocab_size=source.vocabulary_size(), target_vocab_size=target.vocabulary_size(),
+        embedding_dim=16, encoder_units=16, decoder_units=32, attention="recurrent", window=1,
+        memory_units=8, attention_units=16, dropout=0.0))
+    model.compile(optimizer=keras.optimizers.Adam(0.02),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                  ignore_class=0),
+                  jit_compile=False)
+    data = make_dataset(SENTENCES, SENTENCES, source, target, batch_size=8, repeat=True)
+    model.fit(data, steps_per_epoch=100, epochs=1, verbose=0)
+    return model, source, target
+
+
+def _serve_in_tensorflow_only_process(path, inputs):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    output = subprocess.run([sys.executable, "-c", SERVE, str(path), json.dumps(inputs)],
+                            capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, tmp_path):
+    model, source, target = trained
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    model.save(str(run_dir / "best.keras"))
+    source.save(str(run_dir / "source_tokenizer.json"))
+    target.save(str(run_dir / "target_tokenizer.json"))
+    path = export_run(str(run_dir), str(tmp_path / "saved_model"), beam_size=5,
+                      length_penalty=1.0, max_output_length=64)
+
+    served = _serve_in_tensorflow_only_process(path, INPUTS)
+    expected = Translator(model, source, target, beam_size=5).translate(INPUTS)
+    assert served["translations"] == [result.text for result in expected]
+    assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-4)
+    assert served["translations"][0] == INPUTS[0]  # the copy task was learned
+    assert served["translations"][1] == served["translations"][3] == ""
+    assert served["scores"][1] == served["scores"][3] == 0.0
+
+    shown = subprocess.run(
+        [os.path.join(BIN, "saved_model_cli"), "show", "--dir", path, "--tag_set", "serve",
+         "--signature_def", "serving_default"],
+        capture_output=True, text=True, check=True).stdout
+    inputs, outputs = shown.split("outputs", 1)
+    assert "['inputs'] tensor_info" in inputs and "dtype: DT_STRING" in inputs
+    assert "['translations'] tensor_info" in outputs and "['scores'] tensor_info" in outputs
+
+
+def test_arguments_are_checked(trained, tmp_path):
+    model, source, target = trained
+    assert step_buckets(512) == (16, 64, 256, 512)
+    assert step_buckets(16) == (16,)
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        export_saved_model(model, source, target, str(tmp_path), beam_size=0)
+    with pytest.raises(ValueError, match=r"Unknown option\(s\) \['beam'\]"):
+        export_run(str(tmp_path), str(tmp_path / "out"), beam=3)
+    with pytest.raises(FileNotFoundError, match="No model at"):
+        export_run(str(tmp_path), str(tmp_path / "out"))
