@@ -150,9 +150,7 @@ class Tokenizer(keras.layers.Layer):
         self._check_vocabulary()
         id = int(id)
         if not 0 <= id < len(self._vocabulary):
-            raise ValueError(
-                f"`id` must be in [0, {len(self._vocabulary) - 1}]. Received: id={id}"
-            )
+            raise ValueError(f"`id` must be in [0, {len(self._vocabulary) - 1}]. Received: id={id}")
         return self._vocabulary[id]
 
     def token_to_id(self, token):
@@ -246,6 +244,10 @@ class Tokenizer(keras.layers.Layer):
 
     def _decode(self, ids):
         raise NotImplementedError
+
+    def build(self, input_shape=None):
+        # Nothing to build: lookup tables are created with the vocabulary.
+        self.built = True
 
     def call(self, strings):
         return self.tokenize(strings)

@@ -10,6 +10,7 @@ import base64
 import keras
 import keras_hub
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from keras_rnmt.data.base_tokenizer import (
     SPECIAL_TOKENS,
@@ -158,6 +159,10 @@ class WordPieceTokenizer(Tokenizer):
 class SentencePieceTokenizer(Tokenizer):
     """SentencePiece subwords (`keras_hub.tokenizers.SentencePieceTokenizer`).
 
+    Training and the vocabulary come from keras-hub; the graph ops are
+    `tensorflow_text.SentencepieceTokenizer` created inside the traced function, so a
+    tokenizer survives `keras.utils.clear_session()`.
+
     The model is a serialized SentencePiece proto whose first four pieces are
     `<pad>`, `<unk>`, `<s>`, `</s>` (what `build_vocabulary` trains). Normalisation
     (NFKC, optional lowercasing) lives inside the proto, so `lowercase` is a training
@@ -236,11 +241,18 @@ class SentencePieceTokenizer(Tokenizer):
             ) from error
         self.set_proto(proto)
 
+    def _graph_sentencepiece(self):
+        # Built while tracing (`_encode`/`_decode` only run inside the tokenizer's
+        # `tf.function`), so the SentencePiece resource belongs to the traced graph. An
+        # eagerly built one, like keras-hub's, is destroyed by
+        # `keras.utils.clear_session()` under the TensorFlow backend.
+        return tf_text.SentencepieceTokenizer(model=self.proto, out_type=tf.int32)
+
     def _encode(self, strings):
-        return self._sentencepiece.tokenize(strings)
+        return self._graph_sentencepiece().tokenize(strings)
 
     def _decode(self, ids):
-        return self._sentencepiece.detokenize(ids)
+        return self._graph_sentencepiece().detokenize(ids)
 
     def get_config(self):
         config = super().get_config()

@@ -110,7 +110,9 @@ class WordTokenizer(Tokenizer):
                 included; the least frequent words are left out. `None` keeps all.
             min_frequency: int. Words seen fewer times are left out. Defaults to 1.
         """
-        if max_size is not None and (not isinstance(max_size, int) or max_size <= len(SPECIAL_TOKENS)):
+        if max_size is not None and (
+            not isinstance(max_size, int) or max_size <= len(SPECIAL_TOKENS)
+        ):
             raise ValueError(
                 f"`max_size` must be None or an integer > {len(SPECIAL_TOKENS)} (the special "
                 f"tokens {list(SPECIAL_TOKENS)} count towards it). Received: max_size={max_size!r}"

@@ -109,6 +109,29 @@ def test_batch_by_tokens_respects_budget():
     assert max(sizes) > 1
 
 
+@pytest.mark.parametrize("batch_by, batch_size", [("sentences", 16), ("tokens", 120)])
+def test_pad_to_bucket_gives_static_bucket_shapes(batch_by, batch_size):
+    source_tokenizer, target_tokenizer = tokenizers()
+    dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                           batch_size=batch_size, batch_by=batch_by, bucket_width=4,
+                           pad_to_bucket=True)  # fmt: skip
+    shapes, seen = set(), collections.Counter()
+    for source, target_in, target_out in batches(dataset):
+        width = source.shape[1]
+        assert width % 4 == 0
+        assert source.shape == target_in.shape == target_out.shape
+        longest = max(lengths(source).max(), lengths(target_in).max())
+        assert width - 4 < longest <= width  # the bucket's upper bound
+        if batch_by == "tokens":
+            assert source.shape[0] * width <= batch_size
+        shapes.add(width)
+        decoded_sources = source_tokenizer.detokenize(source).numpy().tolist()
+        decoded_targets = target_tokenizer.detokenize(target_out).numpy().tolist()
+        seen.update((s.decode(), t.decode()) for s, t in zip(decoded_sources, decoded_targets))
+    assert seen == collections.Counter(zip(SOURCES, TARGETS))
+    assert len(shapes) <= 5  # lengths 2..16 with </s>: buckets 4, 8, 12, 16 (and 20)
+
+
 def test_max_length_guard_drops_long_pairs():
     dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=64, max_length=5)
     kept = sum(source.shape[0] for source, _, _ in batches(dataset))
@@ -185,8 +208,16 @@ def test_pad_to_bucket_gives_one_static_shape_per_bucket():
     targets = [" ".join(["b"] * (n + 2)) for n in range(1, 30)]
     src_tok = build_tokenizer("word", sources, min_frequency=1)
     tgt_tok = build_tokenizer("word", targets, min_frequency=1)
-    dataset = make_dataset(sources, targets, src_tok, tgt_tok, batch_size=4, bucket_width=8,
-                           pad_to_bucket=True, shuffle=False)
+    dataset = make_dataset(
+        sources,
+        targets,
+        src_tok,
+        tgt_tok,
+        batch_size=4,
+        bucket_width=8,
+        pad_to_bucket=True,
+        shuffle=False,
+    )
     shapes = set()
     for (source, target_in), target_out in dataset:
         assert source.shape[1] == target_in.shape[1] == target_out.shape[1]
