@@ -37,7 +37,7 @@ def _fresh_keras_state():
     import keras
 
     keras.config.set_dtype_policy("float32")
-    keras.utils.clear_session()
+    keras.utils.clear_session(free_memory=False)
     keras.utils.set_random_seed(0)
     yield
     keras.config.set_dtype_policy("float32")

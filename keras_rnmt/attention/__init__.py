@@ -57,7 +57,9 @@ def get_attention(name, /, **kwargs):
     """
     if name not in _REGISTRY:
         valid = ", ".join(repr(known) for known in ATTENTION_NAMES)
-        raise ValueError(f"Unknown attention name. Valid names are {valid}. Received: name={name!r}")
+        raise ValueError(
+            f"Unknown attention name. Valid names are {valid}. Received: name={name!r}"
+        )
     cls, fixed = _REGISTRY[name]
     for key, value in fixed.items():
         if key in kwargs and kwargs[key] != value:

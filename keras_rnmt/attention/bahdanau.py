@@ -47,9 +47,9 @@ class BahdanauAttention(BaseAttention):
     from keras_rnmt.attention import BahdanauAttention
 
     attention = BahdanauAttention(units=8)
-    query = np.random.rand(2, 4).astype("float32")
-    memory = np.random.rand(2, 5, 6).astype("float32")
-    mask = np.array([[True] * 5, [True] * 2 + [False] * 3])
+    query = np.random.rand(4, 6).astype("float32")  # batch x query_dim
+    memory = np.random.rand(4, 20, 6).astype("float32")  # batch x src_len x memory_dim
+    mask = np.arange(20) < np.array([[20], [1], [2], [7]])  # real lengths 20, 1, 2, 7
     attention.build(query.shape, memory.shape)
     keys = attention.prepare(memory, mask)
     context, weights, state = attention(query, memory, keys, mask=mask, state=())

@@ -53,8 +53,9 @@ class BaseAttention(keras.layers.Layer):
     them explicitly, and its sublayers follow the policy (variables float32 under
     "mixed_float16" / "mixed_bfloat16").
 
-    The layer must be built before `prepare()` / `initial_state()`: either call it once, or
-    call `build(query_shape, memory_shape)` (what a decoder does in its own `build()`).
+    Call `build(query_shape, memory_shape)` before `prepare()` / `initial_state()` (a decoder
+    does it in its own `build()`); a layer restored by `deserialize_keras_object` / a `.keras`
+    file arrives built, so guard with `if not layer.built`.
 
     Args:
         units: int or None. Size of the hidden layer of the score, where the variant has one.
@@ -82,9 +83,9 @@ class BaseAttention(keras.layers.Layer):
     from keras_rnmt.attention import LuongAttention
 
     attention = LuongAttention(score="dot")
-    query = np.random.rand(2, 4).astype("float32")
-    memory = np.random.rand(2, 5, 4).astype("float32")
-    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    query = np.random.rand(4, 6).astype("float32")  # batch x query_dim
+    memory = np.random.rand(4, 20, 6).astype("float32")  # batch x src_len x memory_dim
+    mask = np.arange(20) < np.array([[20], [1], [2], [7]])  # real lengths 20, 1, 2, 7
     attention.build(query.shape, memory.shape)
     keys = attention.prepare(memory, mask)
     state = attention.initial_state(memory, mask)
@@ -189,7 +190,7 @@ class BaseAttention(keras.layers.Layer):
         if not self.built:
             raise ValueError(
                 f"{type(self).__name__} '{self.name}' is not built: call "
-                f"`build(query_shape, memory_shape)` (or call the layer once) before `{method}()`."
+                f"`build(query_shape, memory_shape)` before `{method}()`."
             )
 
     def get_config(self):

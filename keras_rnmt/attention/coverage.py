@@ -27,8 +27,8 @@ class CoverageAttention(BahdanauAttention):
 
     `Phi_i` is the fertility of word `i` (how many target words it produces, at most `N`),
     computed once per sentence by `prepare()` and kept >= 1e-6 so the division stays finite.
-    The neural update is a GRU (Cho et al. 2014 form, reset gate applied after the recurrent
-    product, as in Keras' `GRU(reset_after=True)`):
+    The neural update is a GRU (Cho et al., 2014) in the variant of Keras'
+    `GRU(reset_after=True)`, the reset gate applied after the recurrent product:
 
         x = W_x [alpha_ji; h_i; s_j] + b          (3 * coverage_units, split into z, r, n)
         z = sigmoid(x_z + U_z C), r = sigmoid(x_r + U_r C), n = tanh(x_n + r * (U_n C))
@@ -52,8 +52,8 @@ class CoverageAttention(BahdanauAttention):
         units: int. Size of the hidden layer of the score.
         coverage: str, `"neural"` or `"linguistic"`. Defaults to `"neural"`.
         coverage_units: int or None. Size of the coverage vector: `None` means 1 for
-            linguistic (the only valid size there) and 10 for neural (Tu et al.). Defaults to
-            `None`.
+            linguistic (the only valid size there) and 10 for neural (Tu et al. compare 1 and
+            10). Defaults to `None`.
         max_fertility: float > 0, `N` of the linguistic fertility. Defaults to `2.0`.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
@@ -77,13 +77,14 @@ class CoverageAttention(BahdanauAttention):
     from keras_rnmt.attention import CoverageAttention
 
     attention = CoverageAttention(units=8, coverage="linguistic")
-    query = np.random.rand(2, 6).astype("float32")
-    memory = np.random.rand(2, 5, 6).astype("float32")
+    query = np.random.rand(4, 6).astype("float32")  # batch x query_dim
+    memory = np.random.rand(4, 20, 6).astype("float32")  # batch x src_len x memory_dim
+    mask = np.arange(20) < np.array([[20], [1], [2], [7]])  # real lengths 20, 1, 2, 7
     attention.build(query.shape, memory.shape)
-    keys = attention.prepare(memory)
-    state = attention.initial_state(memory)
+    keys = attention.prepare(memory, mask)
+    state = attention.initial_state(memory, mask)
     for step in range(3):
-        context, weights, state = attention(query, memory, keys, state=state)
+        context, weights, state = attention(query, memory, keys, mask=mask, state=state)
     ```
 
     References:
@@ -102,8 +103,10 @@ class CoverageAttention(BahdanauAttention):
                 f"{name}: linguistic coverage is a scalar per word, so `coverage_units` must be "
                 f"1 or None. Received: coverage_units={coverage_units!r}"
             )
-        if isinstance(max_fertility, bool) or not isinstance(max_fertility, (int, float)) or (
-            max_fertility <= 0
+        if (
+            isinstance(max_fertility, bool)
+            or not isinstance(max_fertility, (int, float))
+            or (max_fertility <= 0)
         ):
             raise ValueError(
                 f"{name}: `max_fertility` must be a number > 0. "

@@ -69,12 +69,13 @@ class LocalAttention(LuongAttention):
     import numpy as np
     from keras_rnmt.attention import LocalAttention
 
-    attention = LocalAttention(mode="monotonic", window=2, score="dot")
-    query = np.random.rand(2, 4).astype("float32")
-    memory = np.random.rand(2, 9, 4).astype("float32")
+    attention = LocalAttention(mode="monotonic", window=2)
+    query = np.random.rand(4, 6).astype("float32")  # batch x query_dim
+    memory = np.random.rand(4, 20, 6).astype("float32")  # batch x src_len x memory_dim
+    mask = np.arange(20) < np.array([[20], [1], [2], [7]])  # real lengths 20, 1, 2, 7
     attention.build(query.shape, memory.shape)
-    keys = attention.prepare(memory)
-    context, weights, state = attention(query, memory, keys, step=3)
+    keys = attention.prepare(memory, mask)
+    context, weights, state = attention(query, memory, keys, mask=mask, step=3)
     ```
 
     References:

@@ -92,9 +92,9 @@ class RecurrentAttention(BahdanauAttention):
     from keras_rnmt.attention import RecurrentAttention
 
     attention = RecurrentAttention(units=8, window=1, memory_units=4)
-    query = np.random.rand(2, 6).astype("float32")
-    memory = np.random.rand(2, 5, 6).astype("float32")
-    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    query = np.random.rand(4, 6).astype("float32")  # batch x query_dim
+    memory = np.random.rand(4, 20, 6).astype("float32")  # batch x src_len x memory_dim
+    mask = np.arange(20) < np.array([[20], [1], [2], [7]])  # real lengths 20, 1, 2, 7
     attention.build(query.shape, memory.shape)
     keys = attention.prepare(memory, mask)
     state = attention.initial_state(memory, mask)
@@ -116,9 +116,7 @@ class RecurrentAttention(BahdanauAttention):
         self.window = window
         if memory_units is None:
             memory_units = max(units // 2, 1)
-        self.memory_units = check_positive_int(
-            type(self).__name__, "memory_units", memory_units
-        )
+        self.memory_units = check_positive_int(type(self).__name__, "memory_units", memory_units)
 
     def build(self, query_shape, memory_shape):
         super().build(query_shape, memory_shape)
@@ -149,9 +147,7 @@ class RecurrentAttention(BahdanauAttention):
         def flat(tensor):  # (batch * src_len) x features: one LSTM step for every word
             return ops.reshape(tensor, (-1, ops.shape(tensor)[-1]))
 
-        _, (memory_h, memory_c) = self.memory_cell(
-            flat(inputs), [flat(memory_h), flat(memory_c)]
-        )
+        _, (memory_h, memory_c) = self.memory_cell(flat(inputs), [flat(memory_h), flat(memory_c)])
         memory_h = ops.reshape(memory_h, batch_src + (self.memory_units,))
         memory_c = ops.reshape(memory_c, batch_src + (self.memory_units,))
         return previous_weights, memory_h, memory_c
