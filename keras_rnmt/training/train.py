@@ -14,7 +14,6 @@ import keras
 from keras_rnmt.evaluation import corpus_scores
 from keras_rnmt.models import build_model
 from keras_rnmt.training.callbacks import BleuCallback
-from keras_rnmt.training.config import TrainConfig
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
 from keras_rnmt.translator import Translator

@@ -3,8 +3,8 @@
 import keras
 import numpy as np
 import pytest
-from model_helpers import reverse_copy_batch, small_model
 from keras import ops
+from model_helpers import reverse_copy_batch, small_model
 
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 
