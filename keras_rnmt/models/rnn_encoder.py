@@ -97,12 +97,7 @@ class RNNEncoder(keras.layers.Layer):
         return x, mask, final
 
     def compute_output_spec(self, source_ids, training=False):
-        batch, length = source_ids.shape
-        return (
-            keras.KerasTensor((batch, length, self.output_dim), dtype=self.compute_dtype),
-            keras.KerasTensor((batch, length), dtype="bool"),
-            keras.KerasTensor((batch, self.output_dim), dtype=self.compute_dtype),
-        )
+        return encoder_output_spec(source_ids, self.output_dim, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -116,3 +111,13 @@ class RNNEncoder(keras.layers.Layer):
             dropout=self.dropout,
         )
         return config
+
+
+def encoder_output_spec(source_ids, output_dim, dtype):
+    """The `(memory, mask, final)` specs every encoder returns for `source_ids`."""
+    batch, length = source_ids.shape
+    return (
+        keras.KerasTensor((batch, length, output_dim), dtype=dtype),
+        keras.KerasTensor((batch, length), dtype="bool"),
+        keras.KerasTensor((batch, output_dim), dtype=dtype),
+    )

@@ -4,6 +4,8 @@ import keras
 import keras_hub
 from keras import ops
 
+from keras_rnmt.models.rnn_encoder import encoder_output_spec
+
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class SelfAttentionEncoder(keras.layers.Layer):
@@ -77,12 +79,7 @@ class SelfAttentionEncoder(keras.layers.Layer):
         return x, mask, final
 
     def compute_output_spec(self, source_ids, training=False):
-        batch, length = source_ids.shape
-        return (
-            keras.KerasTensor((batch, length, self.output_dim), dtype=self.compute_dtype),
-            keras.KerasTensor((batch, length), dtype="bool"),
-            keras.KerasTensor((batch, self.output_dim), dtype=self.compute_dtype),
-        )
+        return encoder_output_spec(source_ids, self.output_dim, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -116,12 +116,8 @@ def attention_options(config):
     """The attention layer's keyword arguments for a `ModelConfig`."""
     units = config.attention_units or config.decoder_units
     name = config.attention
-    if name in ("none", "dot"):
+    if name in ("none", "dot", "general"):
         return {}
-    if name in ("general",):
-        return {}
-    if name == "concat":
-        return {"units": units}
     if name in ("local-m", "local-p"):
         return {"window": config.window, "units": units}
     if name == "recurrent":
@@ -129,4 +125,4 @@ def attention_options(config):
                 "memory_units": config.memory_units or max(1, units // 2)}
     if name == "coverage":
         return {"units": units, "coverage": config.coverage}
-    return {"units": units}
+    return {"units": units}  # bahdanau, concat
