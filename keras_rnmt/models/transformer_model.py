@@ -5,6 +5,7 @@ import keras_hub
 from keras import ops
 
 from keras_rnmt.models.config import ModelConfig
+from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
 
@@ -255,7 +256,7 @@ class TransformerTranslationModel(keras.Model):
         )
         new_state = {"memory": state["memory"], "mask": state["mask"], "cache": cache,
                      "step": state["step"] + 1}
-        return ops.log_softmax(logits, axis=-1), new_state, None
+        return search_log_probs(logits), new_state, None
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}

@@ -3,9 +3,11 @@
 import keras
 from keras import ops
 
+from keras_rnmt.loop import scan
 from keras_rnmt.models.attention_decoder import AttentionDecoder
 from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.rnn_encoder import RNNEncoder
+from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
 
@@ -97,12 +99,40 @@ class TranslationModel(keras.Model):
         )
         new_state = {"decoder": decoder_state, "context": state["context"],
                      "step": state["step"] + 1}
-        return ops.log_softmax(logits, axis=-1), new_state, weights
+        return search_log_probs(logits), new_state, weights
 
     def attention_weights(self, source_ids, target_in):
         """Teacher-forced attention weights (batch, target_len, source_len) for heatmaps."""
         memory, mask, final = self.encoder(source_ids, training=False)
         return self.decoder(target_in, memory, mask, final, return_attention=True)[1]
+
+    def attention_states(self, source_ids, target_in):
+        """Teacher-forced attention state after every target step, for inspection and plots.
+
+        Replays `target_in` through `search_step` (the decoder step search uses), so the state
+        of step j is the one that scored target position j: for `RecurrentAttention` it is
+        `(α_j (B, T, S), d_j (B, T, S, memory_units), LSTM carry (B, T, S, memory_units))`,
+        with d_ij the dynamic memory of source word i in the score of Eq. 11.
+
+        Args:
+            source_ids: int (batch, source_len), padded with 0.
+            target_in: int (batch, target_len): `<s>` then the target tokens.
+
+        Returns:
+            The attention's state tuple with every leaf stacked to (batch, target_len, ...);
+            `()` for a stateless attention (or none).
+        """
+        state = self.search_state(source_ids)
+        if not state["decoder"]["attention"]:
+            return ()
+
+        def body(state, tokens):
+            _, state, _ = self.search_step(tokens, state)
+            return state, state["decoder"]["attention"]
+
+        target_in = ops.convert_to_tensor(target_in, dtype="int32")
+        _, states = scan(body, state, ops.transpose(target_in))  # target_len x batch x ...
+        return tuple(ops.swapaxes(leaf, 0, 1) for leaf in states)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}

@@ -140,8 +140,11 @@ def _advance(carry, log_probs, model_state, attention, config):
     parent = take_beams(candidate_beam[:, :, None], alive_index)[:, :, 0]  # B x K
     model_state = gather_beams(model_state, parent, batch_size, beam_size)
 
-    # Finished: merge the candidates that ended in </s> into the frozen n_best pool.
-    new_finished = ops.logical_and(is_eos, is_real)  # B x 2K
+    # Finished: merge the candidates that ended in </s> into the frozen n_best pool. Only
+    # the K best candidates may finish (as in fairseq): a </s> ranked below K would not
+    # have survived a beam of K, and with K = 1 this makes beam search equal greedy search.
+    in_beam = (ops.arange(num_candidates, dtype="int32") < beam_size)[None, :]
+    new_finished = ops.logical_and(ops.logical_and(is_eos, is_real), in_beam)  # B x 2K
     lengths = ops.zeros_like(candidate_token) + (t + 1)
     new_scores = candidate_log_probs / beam_helpers.length_penalty(lengths, alpha)
     if beta > 0:

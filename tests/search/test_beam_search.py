@@ -157,11 +157,12 @@ def test_per_sentence_limits_and_frozen_finished_hypotheses():
     """Chain: <s> -> </s> .05 | a .6 | b .35; a -> </s> .1 | a .2 | b .7;
     b -> </s> .3 | a .6 | b .1; after </s> the chain offers "a" at no cost.
 
-    Sentence 0 (limit 2): step 0 finishes </s> (.05), keeps a .6, b .35; step 1 forces
-    </s>: b</s> .105, a</s> .06. Sentence 1 (limit 3): step 1 keeps ab .42, ba .21, aa .12
-    and finishes b</s> .105; step 2 forces </s>: ab</s> .126, ba</s> .021.
-    Sentence 0 is done after step 1 and b</s> of sentence 1 is finished at step 1; neither
-    changes while sentence 1 runs step 2, and nothing follows a </s>.
+    Only the K best of the 2K candidates may finish (a </s> ranked below K would not have
+    survived a beam of K). Sentence 0 (limit 2): step 0 keeps a .6, b .35 (</s> .05 ranks
+    third, so it does not finish); step 1 forces </s>: b</s> .105, a</s> .06. Sentence 1
+    (limit 3): step 1 keeps ab .42, ba .21 (aa .12 and b</s> .105 rank third and fourth);
+    step 2 forces </s>: ab</s> .126, ba</s> .021. Sentence 0 is done after step 1 and its
+    hypotheses do not change while sentence 1 runs step 2; nothing follows a </s>.
     """
     result = beam_search(
         table_step(CHAIN_TABLE, CHAIN_ATTENTION),
@@ -173,12 +174,12 @@ def test_per_sentence_limits_and_frozen_finished_hypotheses():
         max_length=np.array([2, 3], dtype="int32"),
         n_best=2,
     )
-    tokens = [[[B, EOS, 0], [A, EOS, 0]], [[A, B, EOS], [B, EOS, 0]]]
-    lengths = [[2, 2], [3, 2]]
+    tokens = [[[B, EOS, 0], [A, EOS, 0]], [[A, B, EOS], [B, A, EOS]]]
+    lengths = [[2, 2], [3, 3]]
     np.testing.assert_array_equal(to_numpy(result.tokens), tokens)
     np.testing.assert_array_equal(to_numpy(result.lengths), lengths)
-    # log .105, log .06 / log .126, log .105
-    expected = [[-2.2537949, -2.8134107], [-2.0714734, -2.2537949]]
+    # log .105, log .06 / log .126, log .021
+    expected = [[-2.2537949, -2.8134107], [-2.0714734, -3.8632328]]
     np.testing.assert_allclose(to_numpy(result.log_probs), expected, rtol=1e-6)
     np.testing.assert_allclose(to_numpy(result.scores), expected, rtol=1e-6)
     attention = to_numpy(result.attention)
