@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from keras_rnmt.models.config import ModelConfig, _check_choice
+from keras_rnmt.training.distribution import DISTRIBUTIONS
 
 DATASETS = ("toy", "multi30k")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -42,8 +43,10 @@ class TrainConfig:
     uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
+    distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)
     seed: int = 0  # data shuffling and initialisation
     patience: int = 3  # early stopping on validation BLEU (epochs without improvement)
+    heatmap_sentences: int = 3  # attention heatmaps of this many validation sentences per epoch
     validation_bleu: bool = True  # greedy-decode the validation set each epoch (sacreBLEU)
     validation_sentences: int = 0  # 0 = the whole validation set
     beam_size: int = 5  # final test evaluation beam
@@ -57,6 +60,13 @@ class TrainConfig:
         _check_choice("batch_by", self.batch_by, ("sentences", "tokens"))
         _check_choice("dtype_policy", self.dtype_policy, POLICIES)
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
+        _check_choice("distribute", self.distribute, DISTRIBUTIONS)
+        if self.distribute == "data-parallel" and self.batch_by != "sentences":
+            raise ValueError(
+                "distribute='data-parallel' needs batch_by='sentences': token-based batches "
+                "hold varying numbers of sentences, which cannot be split evenly over devices. "
+                f"Received: batch_by={self.batch_by!r}"
+            )
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -7,14 +7,14 @@ from keras_rnmt.models import ModelConfig, build_model
 VOCAB = 24
 
 
-def reverse_copy_batch(n=64, length=7, seed=0):
-    """Source: random ids 4..VOCAB-1 with ragged lengths; target: the reversed source."""
+def reverse_copy_batch(n=64, length=7, seed=0, min_length=3):
+    """Source: random ids 4..VOCAB-1, min_length..length words; target: the reversed source."""
     rng = np.random.default_rng(seed)
     source = np.zeros((n, length + 1), "int32")
     target_in = np.zeros((n, length + 1), "int32")
     target_out = np.zeros((n, length + 1), "int32")
     for row in range(n):
-        size = rng.integers(3, length + 1)
+        size = rng.integers(min_length, length + 1)
         words = rng.integers(4, VOCAB, size)
         source[row, :size] = words
         source[row, size] = 3

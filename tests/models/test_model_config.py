@@ -1,13 +1,23 @@
 """Model configs: round trips, bad keys and names, `.keras` save and reload."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
 from keras import ops
 from model_helpers import reverse_copy_batch, small_model
 
-from keras_rnmt.models import ModelConfig, TranslationModel
+from keras_rnmt.cli import load_recipe, parse_overrides
+from keras_rnmt.models import (
+    ModelConfig,
+    TransformerTranslationModel,
+    TranslationModel,
+    build_model,
+)
 from keras_rnmt.training.config import TrainConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_unknown_config_key_lists_valid_keys():
@@ -51,3 +61,19 @@ def test_summary_names_encoder_and_decoder():
     small_model().summary(print_fn=lambda line, **_: lines.append(line))
     text = "\n".join(lines)
     assert "RNNEncoder" in text and "AttentionDecoder" in text and "Total params" in text
+
+
+def test_multi30k_recipe_reaches_the_transformer_from_the_command_line():
+    # The path `keras-rnmt train recipes/multi30k.py --model-type transformer ...` takes
+    # (small sizes so that building the model is quick).
+    recipe = load_recipe(os.path.join(ROOT, "recipes", "multi30k.py"))
+    config = recipe.config().override(parse_overrides(
+        ["--model-type", "transformer", "--distribute=data-parallel", "--embedding-dim", "16",
+         "--num-heads", "2", "--intermediate-dim", "32", "--transformer-layers", "1"]
+    ))
+    assert config.model.model_type == "transformer" and config.distribute == "data-parallel"
+    # The recipe's other settings carry over.
+    assert (config.dataset, config.batch_size, config.model.dropout) == ("multi30k", 64, 0.2)
+    model = build_model(config.model.replace(source_vocab_size=50, target_vocab_size=60))
+    assert isinstance(model, TransformerTranslationModel)
+    assert model.config.embedding_dim == 16 and model.config.transformer_layers == 1

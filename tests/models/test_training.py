@@ -15,25 +15,48 @@ def _compile(model, lr=1e-2):
     return model
 
 
-# Untrained cross-entropy is about ln(24) = 3.18. Bounds measured with margin: after 200
-# steps every kind is well below 2.0 on the reverse-copy task.
-@pytest.mark.parametrize("attention", ["none", "bahdanau", "recurrent"])
-def test_loss_falls_below_bound(attention):
+# Every model kind of the RNN family (the Transformer has its own test), as ModelConfig
+# overrides of `small_model` (embeddings 16, encoder 16 per direction, decoder 32).
+MODEL_KINDS = {
+    "none": dict(attention="none"),
+    "bahdanau": dict(attention="bahdanau"),
+    "dot": dict(attention="dot"),
+    "general": dict(attention="general"),
+    "concat": dict(attention="concat"),
+    "local-m": dict(attention="local-m"),
+    "local-p": dict(attention="local-p"),
+    "recurrent": dict(attention="recurrent"),
+    "coverage": dict(attention="coverage"),
+    "self-attention-encoder": dict(encoder_type="self-attention", num_heads=2,
+                                   intermediate_dim=32, transformer_layers=1),
+    "gru": dict(cell="gru"),
+    "bahdanau-order-context-feeding": dict(attention_order="bahdanau", input_feeding="context"),
+}
+
+# Untrained cross-entropy is about ln(24) = 3.18; the best a model that ignores the source
+# can do on this task is 2.76 (uniform words, end of sentence predicted from the position
+# alone), so a loss below LOSS_BOUND means the model reads the source. After 96 steps
+# (batch 64, 12 epochs) the last-epoch losses measured 0.06-1.99 across kinds and backends;
+# the slowest learners are local-m (1.84 JAX, 1.85 torch, 1.99 TensorFlow) and none
+# (1.69-1.80).
+LOSS_BOUND = 2.3
+
+
+@pytest.mark.parametrize("kind", list(MODEL_KINDS))
+def test_loss_falls_below_bound(kind):
     source, target_in, target_out = reverse_copy_batch(n=512, seed=3)
-    model = _compile(small_model(attention=attention))
-    history = model.fit((source, target_in), target_out, batch_size=32, epochs=13, verbose=0)
+    model = _compile(small_model(**MODEL_KINDS[kind]))
+    if kind == "recurrent":
+        before = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
+    history = model.fit((source, target_in), target_out, batch_size=64, epochs=12, verbose=0)
     losses = history.history["loss"]
-    assert losses[0] > 2.5
-    assert losses[-1] < 2.0, losses
-
-
-def test_recurrent_attention_beats_untrained_accuracy():
-    source, target_in, target_out = reverse_copy_batch(n=512, seed=4)
-    model = _compile(small_model(attention="recurrent", window=1))
-    before = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
-    model.fit((source, target_in), target_out, batch_size=32, epochs=10, verbose=0)
-    after = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
-    assert after["token_accuracy"] > before["token_accuracy"] + 0.2, (before, after)
+    assert losses[0] > 2.5, losses
+    assert losses[-1] < LOSS_BOUND, losses
+    if kind == "recurrent":
+        # The recurrent model reaches a higher token accuracy than untrained (measured
+        # about 0.04 before, 0.6-0.99 after).
+        after = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
+        assert after["token_accuracy"] > before["token_accuracy"] + 0.2, (before, after)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
