@@ -4,6 +4,8 @@
     keras-rnmt translate runs/rec5 -i input.txt -o output.txt --beam-size 5
     keras-rnmt evaluate runs/rec5 --source test.en --reference test.de --tokenized
     keras-rnmt export runs/rec5 saved_models/rec5
+    keras-rnmt plot runs/rec5 "a man is riding a bike ." -o bike.png --beam-size 5
+    keras-rnmt plot runs/rec5 --curves
     keras-rnmt quickstart
 """
 
@@ -114,15 +116,20 @@ def cmd_translate(args, _):
 
 def cmd_evaluate(args, _):
     from keras_rnmt.data import read_parallel
-    from keras_rnmt.evaluation import corpus_scores
+    from keras_rnmt.evaluation import corpus_perplexity, corpus_scores
     from keras_rnmt.translator import Translator
 
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      replace_unk=args.replace_unk)
     sources, references = read_parallel(args.source, args.reference)
     hypotheses = translator(sources)
-    print(corpus_scores(hypotheses, references, tokenized=args.tokenized,
-                        lowercase=args.lowercase))
+    scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
+                           lowercase=args.lowercase)
+    scores.perplexity = corpus_perplexity(translator.model, sources, references,
+                                          translator.source_tokenizer,
+                                          translator.target_tokenizer)
+    print(scores)
+    return scores
 
 
 def cmd_export(args, _):
@@ -130,6 +137,45 @@ def cmd_export(args, _):
 
     export_main([args.run_dir, args.path] + (["--beam-size", str(args.beam_size)]
                                              if args.beam_size else []))
+
+
+def cmd_plot(args, _):
+    """Write the attention heatmap of one sentence (and, for recurrent attention, the
+    memory-norm panel to `*_memory.png`), or with `--curves` the training curves."""
+    import matplotlib.pyplot as plt
+    from keras import ops
+
+    from keras_rnmt import plotting
+
+    if args.curves:
+        path = args.output or os.path.join(args.run_dir, "curves.png")
+        plt.close(plotting.plot_training_curves(os.path.join(args.run_dir, "log.csv"), path))
+        print(path)
+        return [path]
+    if not args.sentence:
+        raise ValueError("plot: give a sentence to translate, or --curves")
+    from keras_rnmt.attention import memory_norms
+    from keras_rnmt.translator import Translator
+
+    translator = Translator.from_run(args.run_dir, beam_size=args.beam_size)
+    result = translator.translate([args.sentence])[0]
+    if result.attention is None:
+        raise ValueError(f"plot: the model in {args.run_dir} has no attention weights to plot")
+    path = args.output or os.path.join(args.run_dir, "attention.png")
+    targets = (result.tokens + ["</s>"])[:len(result.attention)]
+    plt.close(plotting.plot_attention(result.attention, result.source_tokens, targets,
+                                      path=path, title=result.text))
+    print(path)
+    paths = [path]
+    config = getattr(translator.model, "config", None)
+    if getattr(config, "model_type", None) == "rnn" and config.attention == "recurrent":
+        paths.append(os.path.splitext(path)[0] + "_memory.png")
+        states = translator.attention_states(args.sentence, result)
+        norms = ops.convert_to_numpy(memory_norms(states))
+        plt.close(plotting.plot_memory_norms(norms, result.source_tokens, targets,
+                                             path=paths[-1], title="memory norms ||d_ij||"))
+        print(paths[-1])
+    return paths
 
 
 def cmd_quickstart(args, _):
@@ -176,6 +222,17 @@ def build_parser():
     export.add_argument("path")
     export.add_argument("--beam-size", type=int, default=None)
     export.set_defaults(func=cmd_export)
+
+    plot = sub.add_parser("plot", help="attention heatmap of a sentence, or training curves")
+    plot.add_argument("run_dir")
+    plot.add_argument("sentence", nargs="?", default=None, help="the source sentence")
+    plot.add_argument("-o", "--output", default=None,
+                      help="PNG path (default RUN_DIR/attention.png or RUN_DIR/curves.png); "
+                           "recurrent attention also writes the memory norms to *_memory.png")
+    plot.add_argument("--beam-size", type=int, default=5)
+    plot.add_argument("--curves", action="store_true",
+                      help="plot loss, val_loss and val_bleu per epoch from RUN_DIR/log.csv")
+    plot.set_defaults(func=cmd_plot)
 
     quick = sub.add_parser("quickstart", help="train and evaluate the toy recurrent model")
     quick.add_argument("--run-dir", default="runs/quickstart")

@@ -24,6 +24,8 @@ class Translation:
         attention: float32 (len(tokens) + 1, len(source_tokens)) weights, the row of `</s>`
             last; None for a model without attention.
         n_best: alternatives as `Translation`s, best first (n_best > 1 only).
+        ids: the output ids the search produced, `</s>` last when it produced one (one id
+            per attention row).
     """
 
     text: str
@@ -32,6 +34,7 @@ class Translation:
     source_tokens: list
     attention: np.ndarray = None
     n_best: list = dataclasses.field(default_factory=list)
+    ids: list = dataclasses.field(default_factory=list)
 
 
 class Translator:
@@ -115,6 +118,27 @@ class Translator:
     def __call__(self, sentences, n_best=1):
         return [result.text for result in self.translate(sentences, n_best=n_best)]
 
+    def attention_states(self, sentence, translation):
+        """The attention state at every output step of `translation`, replayed teacher-forced.
+
+        Args:
+            sentence: the source string `translation` was made from.
+            translation: a `Translation` of it (its `ids`).
+
+        Returns:
+            The attention's state tuple of float32 numpy arrays, each
+            `(len(translation.ids), len(translation.source_tokens), ...)`: row j is the
+            state that scored output j (see `TranslationModel.attention_states`).
+        """
+        if not hasattr(self.model, "attention_states"):
+            raise ValueError(f"{type(self.model).__name__} has no attention state to read")
+        if not translation.ids:
+            return ()
+        source = np.array([self._encode(sentence)], dtype="int32")
+        target_in = np.array([[self.target_tokenizer.bos_id] + translation.ids[:-1]], "int32")
+        states = self.model.attention_states(source, target_in)
+        return tuple(np.asarray(ops.convert_to_numpy(leaf)[0], "float32") for leaf in states)
+
     # ------------------------------------------------------------------------------------
     def _encode(self, sentence):
         ids = self.source_tokenizer.tokenize([sentence]).to_list()[0]
@@ -171,7 +195,7 @@ class Translator:
         else:
             text = self.target_tokenizer.detokenize(np.array([ids], dtype="int32"))
             text = _as_str(text)
-        return Translation(text, float(score), tokens, source_tokens, weights)
+        return Translation(text, float(score), tokens, source_tokens, weights, ids=ids)
 
     def _search(self, source, max_length, n_best):
         """Run search on one padded batch; returns numpy (tokens (B,K,T), scores (B,K), attn)."""

@@ -2,8 +2,9 @@
 
 The backend is chosen by ``KERAS_BACKEND`` (default ``tensorflow``) before Keras is imported;
 ``make test`` runs the suite once per backend. Tests marked ``tensorflow_only`` exercise
-TensorFlow itself and are run in the tensorflow pass only (they are deselected, with a note,
-under the other backends: deselection is reported, never hidden as a skip).
+TensorFlow itself and are run in the tensorflow pass only; tests marked ``backends("jax")``
+run in the named backends' passes only (they are deselected, with a note, under the other
+backends: deselection is reported, never hidden as a skip).
 """
 
 import os
@@ -20,12 +21,17 @@ def pytest_report_header(config):
     return f"KERAS_BACKEND={BACKEND}"
 
 
+def _runs_here(item):
+    if item.get_closest_marker("tensorflow_only"):
+        return BACKEND == "tensorflow"
+    marker = item.get_closest_marker("backends")
+    return marker is None or BACKEND in marker.args
+
+
 def pytest_collection_modifyitems(config, items):
-    if BACKEND == "tensorflow":
-        return
     kept, dropped = [], []
     for item in items:
-        (dropped if item.get_closest_marker("tensorflow_only") else kept).append(item)
+        (kept if _runs_here(item) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -41,6 +47,17 @@ def _fresh_keras_state():
     keras.utils.set_random_seed(0)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """A tiny recurrent-attention run directory fitted for 2 epochs: `best.keras`, tokenizers,
+    `log.csv` (with val_bleu) and `heatmaps/` (see `run_helpers.train_run`)."""
+    from run_helpers import train_run
+
+    path = tmp_path_factory.mktemp("trained_run")
+    train_run(str(path), epochs=2)
+    return path
 
 
 def multi30k_dir():

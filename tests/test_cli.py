@@ -1,14 +1,13 @@
-"""The `keras-rnmt` command: overrides, translate on files with empty and long lines."""
+"""The `keras-rnmt` command: overrides, translate on files, plot, evaluate with perplexity."""
 
 import os
 import subprocess
 import sys
 
 import pytest
+from run_helpers import SOURCES, TARGETS, save_run, tiny_parts
 
 from keras_rnmt.cli import main, parse_overrides
-from keras_rnmt.data import build_tokenizer
-from keras_rnmt.models import ModelConfig, build_model
 
 
 def test_parse_overrides():
@@ -26,20 +25,10 @@ def test_train_rejects_unknown_key_with_valid_choices(tmp_path):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("run")
-    sources = ["a dog runs .", "the cat sleeps"]
-    targets = ["ein hund läuft .", "die katze schläft"]
-    source_tokenizer = build_tokenizer("word", sources, min_frequency=1)
-    target_tokenizer = build_tokenizer("word", targets, min_frequency=1)
-    model = build_model(ModelConfig(
-        source_vocab_size=source_tokenizer.vocabulary_size(),
-        target_vocab_size=target_tokenizer.vocabulary_size(), embedding_dim=8,
-        encoder_units=8, decoder_units=16, attention="bahdanau", attention_units=8,
-        dropout=0.0))
-    model.save(str(path / "best.keras"))
-    source_tokenizer.save(str(path / "source_tokenizer.json"))
-    target_tokenizer.save(str(path / "target_tokenizer.json"))
-    return path
+    model, source_tokenizer, target_tokenizer = tiny_parts(
+        SOURCES[:2], TARGETS[:2], attention="bahdanau")
+    return save_run(str(tmp_path_factory.mktemp("run")), model, source_tokenizer,
+                    target_tokenizer)
 
 
 def test_translate_writes_one_line_per_input_line(run_dir, tmp_path):
@@ -66,3 +55,82 @@ def test_translate_reports_invalid_utf8_with_file_and_line(run_dir, tmp_path):
                              "-i", str(source)], env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert f"{source}:2" in result.stderr
+
+
+class _Spy:
+    """Wraps a plotting function, keeping the arguments of every call."""
+
+    def __init__(self, function):
+        self.function, self.calls = function, []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(args)
+        return self.function(*args, **kwargs)
+
+
+def test_plot_writes_heatmap_and_memory_panel_of_the_translation(trained_run, tmp_path,
+                                                                 monkeypatch, capsys):
+    import numpy as np
+    from keras import ops
+
+    from keras_rnmt import plotting
+    from keras_rnmt.attention import memory_norms
+    from keras_rnmt.translator import Translator
+
+    attention_spy = _Spy(plotting.plot_attention)
+    memory_spy = _Spy(plotting.plot_memory_norms)
+    monkeypatch.setattr(plotting, "plot_attention", attention_spy)
+    monkeypatch.setattr(plotting, "plot_memory_norms", memory_spy)
+    out = tmp_path / "dog.png"
+    main(["plot", str(trained_run), "a dog runs .", "-o", str(out), "--beam-size", "2"])
+    memory_out = tmp_path / "dog_memory.png"
+    assert capsys.readouterr().out.split() == [str(out), str(memory_out)]
+    for path in (out, memory_out):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    translator = Translator.from_run(str(trained_run), beam_size=2)
+    expected = translator.translate(["a dog runs ."])[0]
+    weights, source_tokens, target_tokens = attention_spy.calls[0]
+    assert source_tokens == ["a", "dog", "runs", ".", "</s>"]
+    assert target_tokens == (expected.tokens + ["</s>"])[:len(expected.ids)]
+    np.testing.assert_allclose(weights, expected.attention, atol=1e-6)
+    norms, memory_sources, memory_targets = memory_spy.calls[0]
+    assert (memory_sources, memory_targets) == (source_tokens, target_tokens)
+    assert norms.shape == (len(expected.ids), 5) and (norms >= 0).all()
+    states = translator.attention_states("a dog runs .", expected)
+    np.testing.assert_allclose(norms, np.linalg.norm(states[1], axis=-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(norms, ops.convert_to_numpy(memory_norms(states)), rtol=1e-6)
+
+
+def test_plot_without_recurrent_attention_writes_only_the_heatmap(run_dir, capsys):
+    main(["plot", str(run_dir), "a dog runs .", "--beam-size", "1"])
+    written = os.path.join(str(run_dir), "attention.png")
+    assert capsys.readouterr().out.split() == [written]
+    assert os.path.exists(written)
+    assert not os.path.exists(os.path.join(str(run_dir), "attention_memory.png"))
+    with pytest.raises(ValueError, match="give a sentence to translate, or --curves"):
+        main(["plot", str(run_dir)])
+
+
+def test_plot_curves_reads_the_run_log(trained_run, tmp_path, capsys):
+    out = tmp_path / "curves.png"
+    main(["plot", str(trained_run), "--curves", "-o", str(out)])
+    assert capsys.readouterr().out.split() == [str(out)]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_reports_perplexity_next_to_bleu(trained_run, tmp_path, capsys):
+    from keras_rnmt.evaluation import corpus_perplexity
+    from keras_rnmt.translator import Translator
+
+    (tmp_path / "src").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("\n".join(TARGETS) + "\n", encoding="utf-8")
+    main(["evaluate", str(trained_run), "--source", str(tmp_path / "src"), "--reference",
+          str(tmp_path / "ref"), "--tokenized", "--beam-size", "1"])
+    lines = capsys.readouterr().out.strip().split("\n")
+    assert lines[0].startswith("BLEU ") and lines[1].startswith("chrF ")
+    assert lines[2].startswith("perplexity ")
+    translator = Translator.from_run(str(trained_run))
+    expected = corpus_perplexity(translator.model, SOURCES, TARGETS,
+                                 translator.source_tokenizer, translator.target_tokenizer)
+    assert float(lines[2].split()[1]) == pytest.approx(expected, abs=1e-3)

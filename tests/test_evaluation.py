@@ -1,9 +1,14 @@
-"""sacreBLEU wrappers: tokenised (multi-bleu style) and detokenised BLEU, chrF, errors."""
+"""sacreBLEU wrappers (tokenised and detokenised BLEU, chrF, errors) and perplexity."""
 
+import math
+
+import numpy as np
 import pytest
 import sacrebleu
+from keras import ops
+from run_helpers import SOURCES, TARGETS, tiny_parts
 
-from keras_rnmt.evaluation import corpus_scores, perplexity
+from keras_rnmt.evaluation import corpus_perplexity, corpus_scores, perplexity
 
 
 def test_identical_output_scores_100_with_signature():
@@ -28,3 +33,30 @@ def test_mismatched_counts_are_an_error():
 
 def test_perplexity():
     assert perplexity(0.0) == 1.0
+
+
+def test_corpus_perplexity_is_exp_of_mean_token_nll_from_the_logits():
+    model, source_tokenizer, target_tokenizer = tiny_parts()
+    total, count = 0.0, 0
+    for source, target in zip(SOURCES, TARGETS):  # one unpadded sentence at a time, by hand
+        source_ids = source_tokenizer.tokenize([source]).to_list()[0] + [3]
+        target_ids = target_tokenizer.tokenize([target]).to_list()[0]
+        logits = ops.convert_to_numpy(model((np.array([source_ids]),
+                                             np.array([[2] + target_ids]))))[0]
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        labels = target_ids + [3]  # every token and </s>
+        total -= sum(log_probs[t, label] for t, label in enumerate(labels))
+        count += len(labels)
+    expected = math.exp(total / count)
+    assert count == sum(len(t.split()) + 1 for t in TARGETS)
+    got = corpus_perplexity(model, SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                            batch_size=3)
+    assert got == pytest.approx(expected, rel=1e-5)
+    assert 1.0 < got < 2 * target_tokenizer.vocabulary_size()  # near uniform: untrained
+
+
+def test_scores_print_perplexity_when_set():
+    scores = corpus_scores(["a b"], ["a b"], tokenized=True)
+    assert "perplexity" not in str(scores)
+    scores.perplexity = 12.3456
+    assert str(scores).split("\n")[-1].startswith("perplexity 12.346")

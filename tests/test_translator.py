@@ -3,27 +3,15 @@
 import numpy as np
 import pytest
 from keras import ops
+from run_helpers import SOURCES, tiny_parts
 
-from keras_rnmt.data import build_tokenizer
-from keras_rnmt.models import ModelConfig, build_model
 from keras_rnmt.search import beam_search, greedy_search
 from keras_rnmt.translator import Translator
-
-SOURCES = ["a dog runs .", "the cat sleeps", "a bird sings on a tree .", "two dogs play ."]
-TARGETS = ["ein hund läuft .", "die katze schläft", "ein vogel singt auf einem baum .",
-           "zwei hunde spielen ."]
 
 
 @pytest.fixture(scope="module")
 def translator_parts():
-    source_tokenizer = build_tokenizer("word", SOURCES, min_frequency=1)
-    target_tokenizer = build_tokenizer("word", TARGETS, min_frequency=1)
-    model = build_model(ModelConfig(
-        source_vocab_size=source_tokenizer.vocabulary_size(),
-        target_vocab_size=target_tokenizer.vocabulary_size(), embedding_dim=8,
-        encoder_units=8, decoder_units=16, attention="recurrent", window=1, memory_units=4,
-        attention_units=8, dropout=0.0))
-    return model, source_tokenizer, target_tokenizer
+    return tiny_parts()
 
 
 def test_one_output_per_input_in_order_with_empty_and_300_word_lines(translator_parts):

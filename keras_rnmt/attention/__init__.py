@@ -17,7 +17,7 @@ from keras_rnmt.attention.base import BaseAttention, masked_softmax
 from keras_rnmt.attention.coverage import CoverageAttention
 from keras_rnmt.attention.local import LocalAttention
 from keras_rnmt.attention.luong import LuongAttention
-from keras_rnmt.attention.recurrent import RecurrentAttention, attention_window
+from keras_rnmt.attention.recurrent import RecurrentAttention, attention_window, memory_norms
 
 # name -> (class, the constructor arguments the name fixes)
 _REGISTRY = {
@@ -81,4 +81,5 @@ __all__ = [
     "attention_window",
     "get_attention",
     "masked_softmax",
+    "memory_norms",
 ]

@@ -30,6 +30,21 @@ def attention_window(weights, k):
     return ops.stack(shifted, axis=-1)
 
 
+def memory_norms(state):
+    """The L2 norm ||d_ij|| of every source word's dynamic memory, for the memory-norm panel.
+
+    Args:
+        state: a `RecurrentAttention` state `(weights, d_h, d_c)` whose `d_h` has shape
+            `(..., S, memory_units)`, e.g. from `TranslationModel.attention_states` with
+            leaves `(B, T, S, ...)`.
+
+    Returns:
+        float32 tensor `(..., S)`, e.g. `(B, T, S)`: row j, column i is ||d_ij||.
+    """
+    memory_h = ops.cast(state[1], "float32")
+    return ops.sqrt(ops.sum(ops.square(memory_h), axis=-1))
+
+
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class RecurrentAttention(BahdanauAttention):
     """Recurrent attention modeling: additive attention with a dynamic memory per word.

@@ -14,6 +14,8 @@ import keras
 from keras_rnmt.evaluation import corpus_scores
 from keras_rnmt.models import build_model
 from keras_rnmt.training.callbacks import BleuCallback
+from keras_rnmt.training.distribution import distribution_scope
+from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
 from keras_rnmt.translator import Translator
@@ -77,26 +79,18 @@ def train_and_evaluate(config, run_dir):
     keras.config.set_dtype_policy(config.dtype_policy)
 
     splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
+    # Data-parallel training splits every batch evenly over the devices: drop each length
+    # bucket's last, incomplete batch (validation loss too; validation BLEU sees every
+    # sentence).
+    parallel = config.distribute != "none"
     train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                          batch_size=config.batch_size, batch_by=config.batch_by,
                          bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
-                         pad_to_bucket=True,
+                         pad_to_bucket=True, drop_remainder=parallel,
                          repeat=bool(config.steps_per_epoch))
     valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
                          batch_size=config.batch_size, shuffle=False, pad_to_bucket=True,
-                         bucket_width=config.bucket_width)
-
-    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
-                                        target_vocab_size=target_tokenizer.vocabulary_size())
-    model = build_model(model_config)
-    if config.uniform_init:
-        uniform_initialize(model, config.uniform_init, seed=config.seed)
-    steps = config.steps_per_epoch or sum(1 for _ in train)
-    optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
-                              config.clipnorm or None, steps_per_epoch=steps)
-    model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(config.label_smoothing),
-                  metrics=[MaskedAccuracy()])
-    model.summary(print_fn=lambda line, **_: print(line))
+                         bucket_width=config.bucket_width, drop_remainder=parallel)
 
     best_path = os.path.join(run_dir, "best.keras")
     val_sources, val_targets = splits["val"]
@@ -113,14 +107,32 @@ def train_and_evaluate(config, run_dir):
     else:
         callbacks.append(keras.callbacks.ModelCheckpoint(best_path, monitor="val_loss",
                                                          save_best_only=True))
+    if config.heatmap_sentences:
+        callbacks.append(AttentionHeatmapCallback(
+            lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1),
+            val_sources[:config.heatmap_sentences], os.path.join(run_dir, "heatmaps")))
     callbacks += [
         keras.callbacks.CSVLogger(os.path.join(run_dir, "log.csv"), append=True),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "tensorboard")),
         keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
     ]
-    start = time.time()
-    history = model.fit(train, validation_data=valid, epochs=config.epochs,
-                        steps_per_epoch=config.steps_per_epoch or None, callbacks=callbacks)
+    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
+                                        target_vocab_size=target_tokenizer.vocabulary_size())
+    # The model's variables must be created under the distribution (replicated per device).
+    with distribution_scope(config.distribute, batch_size=config.batch_size) as replicas:
+        model = build_model(model_config)
+        if config.uniform_init:
+            uniform_initialize(model, config.uniform_init, seed=config.seed)
+        steps = config.steps_per_epoch or sum(1 for _ in train)
+        optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
+                                  config.clipnorm or None, steps_per_epoch=steps)
+        model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(config.label_smoothing),
+                      metrics=[MaskedAccuracy()])
+        model.summary(print_fn=lambda line, **_: print(line))
+        start = time.time()
+        history = model.fit(train, validation_data=valid, epochs=config.epochs,
+                            steps_per_epoch=config.steps_per_epoch or None,
+                            callbacks=callbacks)
     training_seconds = time.time() - start
 
     best = keras.saving.load_model(best_path)
@@ -136,6 +148,7 @@ def train_and_evaluate(config, run_dir):
         "beam_size": config.beam_size, "training_seconds": round(training_seconds, 1),
         "epochs_run": len(history.history.get("loss", [])),
         "backend": keras.backend.backend(), "parameters": best.count_params(),
+        "replicas": replicas.num_replicas,
     }
     with open(os.path.join(run_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)

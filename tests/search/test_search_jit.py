@@ -5,7 +5,6 @@ hand-derived results (beam 3, alpha = 1, three best; greedy: "a </s>"). ``max_le
 traced tensor there, so the static ``max_steps`` is passed. PyTorch runs eagerly only.
 """
 
-import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -51,7 +50,7 @@ def initial_state(batch_size):
     return {"steps": np.zeros((batch_size,), "int32")}
 
 
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="jax.jit needs the JAX backend")
+@pytest.mark.backends("jax")  # jax.jit needs the JAX backend
 @pytest.mark.parametrize("beam", [True, False], ids=["beam", "greedy"])
 def test_search_inside_jax_jit(beam):
     import jax
