@@ -1,0 +1,109 @@
+"""Decoding throughput on test2016 (beam 5, batch 64): ours per backend and as a SavedModel
+vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same data.
+
+    python benchmarks/decode_throughput.py                   # about 30 min here
+
+1. Our model: `train_worker.py` under JAX, 460 updates of SB (20 warm-up + 440 timed),
+   saved as a run directory `benchmarks/work/ours_epoch1` (reused when present).
+2. `decode_worker.py` under TensorFlow, JAX and PyTorch: the 1,000 test2016 sentences, one
+   compiling pass, then a timed pass (sentences/s).
+3. `keras-rnmt export` to `saved_models/bench_epoch1`, then `serve_worker.py` times it with
+   plain TensorFlow in a process that never imports keras_rnmt: batches of 64 raw strings
+   in file order, and single-sentence latency (median, 95th percentile).
+4. JoeyNMT: `joeynmt_peer.train_one_epoch()` (the SB yaml, 460 updates; reused from
+   `train_throughput.py` when present) and its closing beam-5 decode of test2016.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from sb import ROOT, data_dir
+from train_throughput import run_worker
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN_DIR = os.path.join(HERE, "work", "ours_epoch1")
+SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
+
+
+def result_line(process, what):
+    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+    if process.returncode or not lines:
+        raise SystemExit(f"{what} failed (exit {process.returncode}):\n"
+                         + process.stdout[-2000:] + process.stderr[-4000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def decode(backend, run_dir):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir],
+                             env=env, capture_output=True, text=True, cwd=HERE)
+    return result_line(process, f"{backend} decode")
+
+
+def export_and_serve(run_dir, path):
+    keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run([keras_rnmt, "export", run_dir, path, "--beam-size", "5"],
+                             env=env, capture_output=True, text=True)
+    if process.returncode:
+        raise SystemExit("export failed:\n" + process.stdout[-2000:] + process.stderr[-4000:])
+    process = subprocess.run([sys.executable, os.path.join(HERE, "serve_worker.py"), path,
+                              data_dir()], env=env, capture_output=True, text=True, cwd="/")
+    return result_line(process, "SavedModel serving")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--no-saved-model", action="store_true")
+    parser.add_argument("--no-joeynmt", action="store_true")
+    parser.add_argument("--retrain", action="store_true", help="train both models again")
+    parser.add_argument("--json", default="", help="also write all figures to this file")
+    args = parser.parse_args(argv)
+
+    figures = {"ours": {}}
+    if args.retrain or not os.path.exists(os.path.join(RUN_DIR, "best.keras")):
+        training = run_worker("jax", 440, 20, extra=["--run-dir", RUN_DIR])
+        print(f"ours: trained 460 updates under JAX in {training['seconds']:.0f} s timed "
+              f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
+        figures["ours_training"] = training
+    for backend in args.backends:
+        result = decode(backend, RUN_DIR)
+        figures["ours"][backend] = result
+        print(f"ours/{backend}: {result['sentences_per_second']:.1f} sentences/s "
+              f"(first pass with compilation {result['first_pass_seconds']:.0f} s; "
+              f"BLEU {result['tokenised_bleu']:.2f}, "
+              f"{result['mean_output_tokens']:.1f} tokens/output)", flush=True)
+    if not args.no_saved_model:
+        result = export_and_serve(RUN_DIR, SAVED)
+        figures["saved_model"] = result
+        print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
+              f"in batches of 64; single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "
+              f"p95 {result['latency_ms_p95']:.0f} ms", flush=True)
+    if not args.no_joeynmt:
+        from joeynmt_peer import train_one_epoch
+
+        run = train_one_epoch(reuse=not args.retrain)
+        rate = 1000 / run["test_decode_seconds"]
+        figures["joeynmt"] = {"sentences_per_second": round(rate, 1),
+                              "seconds": run["test_decode_seconds"],
+                              "tokenised_bleu": run.get("test_bleu"), "log": run["log"]}
+        print(f"JoeyNMT 2.3.0: {rate:.1f} sentences/s ({run['test_decode_seconds']:.1f} s; "
+              f"BLEU {run.get('test_bleu')})", flush=True)
+        for name, result in list(figures["ours"].items()) + [
+                ("saved_model", figures.get("saved_model"))]:
+            if result:
+                ratio = result["sentences_per_second"] / rate
+                result["ratio_to_joeynmt"] = round(ratio, 2)
+                print(f"ratio ours/{name} : JoeyNMT = {ratio:.2f}x (target 3x)")
+    print("FIGURES " + json.dumps(figures))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Time beam search of test2016 with a run directory's model under one backend.
+
+Run by `decode_throughput.py` (one process per backend, `KERAS_BACKEND` set by it):
+
+    KERAS_BACKEND=jax python benchmarks/decode_worker.py benchmarks/work/ours_epoch1
+
+Translates the 1,000 test2016 sentences twice with `Translator` (beam 5, batch 64): the
+first pass compiles the search for every batch shape, the second is timed. Prints one
+`RESULT {json}` line: sentences/s of the timed pass, the first pass's seconds, mean output
+length and tokenised BLEU (so models trained alike can be compared).
+"""
+
+import argparse
+import json
+import os
+import time
+
+from sb import data_dir
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    args = parser.parse_args(argv)
+    import keras
+    import sacrebleu
+
+    from keras_rnmt.translator import Translator
+
+    with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
+        sources = f.read().splitlines()
+    with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de"), encoding="utf-8") as f:
+        references = f.read().splitlines()
+    translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
+                                     batch_size=args.batch_size)
+    start = time.perf_counter()
+    translator.translate(sources)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    outputs = translator.translate(sources)
+    seconds = time.perf_counter() - start
+    texts = [t.text for t in outputs]
+    bleu = sacrebleu.corpus_bleu(texts, [references], tokenize="none")
+    result = {
+        "backend": keras.backend.backend(),
+        "sentences": len(sources),
+        "seconds": round(seconds, 2),
+        "sentences_per_second": round(len(sources) / seconds, 1),
+        "first_pass_seconds": round(first, 1),
+        "mean_output_tokens": round(sum(len(t.tokens) for t in outputs) / len(outputs), 2),
+        "tokenised_bleu": round(bleu.score, 2),
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()

@@ -1,0 +1,156 @@
+"""Quality on Multi30k en→de test2016: train recipes to convergence, score them the literature's way.
+
+    python benchmarks/quality.py                                   # every model (many hours here)
+    python benchmarks/quality.py --models bahdanau recurrent-k5 --seeds 0 1 2
+    python benchmarks/quality.py --models recurrent-k5 --work /tmp/q \
+        --set epochs=1 steps_per_epoch=20 validation_sentences=64  # a smoke run, minutes
+
+Each (model, seed) trains with `train_and_evaluate` (`recipes/multi30k.py`, early stopping on
+greedy validation BLEU, best model kept) into `WORK/NAME-seedS`. A killed run resumes from its
+`backup/` when started again; a finished one (`results.json` present) is only re-scored.
+Scoring on the 1,000 test2016 sentences, for beam 5 and 12, each without and with UNK
+replacement (Yang et al. §3.3):
+- tokenised lowercased BLEU: sacreBLEU `tokenize="none"` against `lc.norm.tok` (multi-bleu.perl's
+  figure, the one published Multi30k results use);
+- detokenised BLEU: the output Moses-detokenised, sacreBLEU 13a against the raw references,
+  case-insensitive (the models are trained on lowercased text; the signature says `case:lc`).
+Prints a markdown table (mean ± sd over seeds) and writes `WORK/quality.json`.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+from sb import ROOT, data_dir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = {
+    "no-attention": ["attention=none"],
+    "bahdanau": [],
+    "luong-general": ["attention=general"],
+    "local-p": ["attention=local-p", "window=5"],
+    "coverage": ["attention=coverage"],
+    "recurrent-k0": ["attention=recurrent", "window=0"],
+    "recurrent-k5": ["attention=recurrent", "window=5"],
+    "transformer": ["model_type=transformer"],
+}
+SETTINGS = [(5, False), (5, True), (12, False), (12, True)]
+
+
+def moses_detokenize(text):
+    """Undo Moses tokenisation of Multi30k's `lc.norm.tok` text (escapes, punctuation spacing)."""
+    for escaped, plain in (("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"), ("&lt;", "<"),
+                           ("&gt;", ">"), ("@-@", "-")):
+        text = text.replace(escaped, plain)
+    text = re.sub(r" ([.,!?;:%)\]}])", r"\1", text)
+    text = re.sub(r"([(\[{]) ", r"\1", text)
+    text = re.sub(r" ' ", "'", text)
+    return text.strip()
+
+
+def read(name):
+    path = os.path.join(data_dir(), name)
+    if name.endswith(".gz"):
+        import gzip
+
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read().splitlines()
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def train(name, seed, work, settings):
+    """Train (or resume) one run in a subprocess, so each starts from a fresh Keras state."""
+    run_dir = os.path.join(work, f"{name}-seed{seed}")
+    if os.path.exists(os.path.join(run_dir, "results.json")):
+        return run_dir
+    keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
+    overrides = MODELS[name] + [f"seed={seed}", f"data_dir={data_dir()}"] + list(settings)
+    command = [keras_rnmt, "train", os.path.join(ROOT, "recipes", "multi30k.py"),
+               "--run-dir", run_dir, *[f"--{item}" for item in overrides]]
+    print("$ " + " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+    return run_dir
+
+
+def score(run_dir):
+    """Test2016 BLEU for every (beam, UNK replacement) setting of `SETTINGS`."""
+    from keras_rnmt.evaluation import corpus_scores
+    from keras_rnmt.translator import Translator
+
+    sources = read("test_2016_flickr.lc.norm.tok.en")
+    tokenised = read("test_2016_flickr.lc.norm.tok.de")
+    raw = read("test_2016_flickr.de.gz")
+    with open(os.path.join(run_dir, "results.json")) as f:
+        trained = json.load(f)
+    rows = {}
+    for beam, unk in SETTINGS:
+        translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk)
+        outputs = translator(sources)
+        tok = corpus_scores(outputs, tokenised, tokenized=True)
+        detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
+        rows[f"beam{beam}{'+unk' if unk else ''}"] = {
+            "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
+            "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
+        }
+    return {"run_dir": run_dir, "epochs_run": trained["epochs_run"],
+            "training_seconds": trained["training_seconds"], "backend": trained["backend"],
+            "parameters": trained["parameters"], "scores": rows}
+
+
+def mean_sd(values):
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def table(results):
+    columns = [f"beam{b}{'+unk' if u else ''}" for b, u in SETTINGS]
+    lines = ["| model | seeds | epochs | training h | " + " | ".join(
+                 f"{c} tok / detok" for c in columns) + " |",
+             "|---" * (4 + len(columns)) + "|"]
+    for name, runs in results.items():
+        cells = []
+        for column in columns:
+            tok = [r["scores"][column]["tokenised_bleu"] for r in runs]
+            detok = [r["scores"][column]["detokenised_bleu"] for r in runs]
+            cells.append(f"{mean_sd(tok)} / {mean_sd(detok)}")
+        epochs = "/".join(str(r["epochs_run"]) for r in runs)
+        hours = statistics.mean(r["training_seconds"] for r in runs) / 3600
+        lines.append(f"| {name} | {len(runs)} | {epochs} | {hours:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0])
+    parser.add_argument("--seeds-for", nargs="*", default=["bahdanau", "recurrent-k5"],
+                        help="models trained with every seed of --seeds (the rest: the first)")
+    parser.add_argument("--work", default=os.path.join(HERE, "work", "quality"))
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="training overrides for every run (e.g. epochs=1)")
+    args = parser.parse_args(argv)
+
+    results = {}
+    for name in args.models:
+        seeds = args.seeds if name in args.seeds_for else args.seeds[:1]
+        results[name] = [score(train(name, seed, args.work, args.set)) for seed in seeds]
+        print(table({name: results[name]}), flush=True)
+    print("\nTest2016 BLEU, tokenised lowercased (tok:none) / detokenised (13a, case:lc):\n")
+    print(table(results))
+    signatures = next(iter(results.values()))[0]["scores"]["beam5"]
+    print(f"\nsignatures: {signatures['tokenised_signature']} | "
+          f"{signatures['detokenised_signature']}")
+    os.makedirs(args.work, exist_ok=True)
+    with open(os.path.join(args.work, "quality.json"), "w") as f:
+        json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()

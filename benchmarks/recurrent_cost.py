@@ -1,0 +1,59 @@
+"""The cost of recurrent attention (k=5) relative to Bahdanau, on SB and by sentence length.
+
+    python benchmarks/recurrent_cost.py                      # about 20 min here
+    python benchmarks/recurrent_cost.py --backend tensorflow --lengths 10 20
+
+Both models are SB with only the attention changed (`attention=recurrent window=5` adds
+a dynamic memory, an LSTM over the 2k+1 = 11 previous attention weights, per source word;
+Yang et al. Eq. 10-13). Figures from `train_worker.py` under one backend:
+
+- SB: real Multi30k batches, `--steps` timed steps after `--warmup`.
+- lengths: synthetic batches (random in-vocabulary ids) whose sources and targets all have
+  exactly L tokens, L in `--lengths`; `--length-steps` timed steps each.
+
+Prints target tokens/s, the time ratio recurrent/Bahdanau (target <= 1.33) and the
+worker's peak resident memory (MiB, the whole process).
+"""
+
+import argparse
+import json
+
+from train_throughput import run_worker
+
+MODELS = {"bahdanau": [], "recurrent-k5": ["attention=recurrent", "window=5"]}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="jax")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--lengths", nargs="*", type=int, default=[10, 20, 40, 80])
+    parser.add_argument("--length-steps", type=int, default=10)
+    parser.add_argument("--json", default="", help="also write all figures to this file")
+    args = parser.parse_args(argv)
+
+    rows = []
+    settings = [("SB", args.steps, args.warmup, [])]
+    settings += [(f"L={n}", args.length_steps, 2, ["--length", str(n)]) for n in args.lengths]
+    for label, steps, warmup, extra in settings:
+        row = {"setting": label}
+        for name, overrides in MODELS.items():
+            result = run_worker(args.backend, steps, warmup, overrides, extra)
+            row[name] = result
+            print(f"{label} {name}: {result['target_tokens_per_second']:.0f} tok/s, "
+                  f"peak memory {result['peak_host_memory_mb']:.0f} MiB", flush=True)
+        ratio = (row["bahdanau"]["target_tokens_per_second"]
+                 / row["recurrent-k5"]["target_tokens_per_second"])
+        row["time_ratio"] = round(ratio, 3)
+        print(f"{label}: recurrent k=5 takes {ratio:.2f}x Bahdanau's time (target <= 1.33)",
+              flush=True)
+        rows.append(row)
+    print("FIGURES " + json.dumps({"backend": args.backend, "rows": rows}))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"backend": args.backend, "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

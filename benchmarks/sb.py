@@ -1,0 +1,90 @@
+"""The standard benchmark config (SB) shared by every benchmark script, and its FLOP count.
+
+SB: Multi30k en→de `lc.norm.tok`, word vocabularies (min frequency 2), embeddings 256,
+bi-LSTM encoder 256 per direction, one LSTM decoder layer of 512, additive attention from
+the new decoder state with input feeding of the attentional vector, bridge, dropout 0.2,
+batches of 64 sentences, Adam 1e-3 (JoeyNMT: `../shared/peer/joeynmt_sb.yaml`).
+"""
+
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def data_dir():
+    """The folder holding Multi30k (`$KERAS_RNMT_DATA/multi30k`, else `../shared/data/...`)."""
+    base = os.environ.get("KERAS_RNMT_DATA") or os.path.join(ROOT, "..", "shared", "data")
+    path = os.path.join(base, "multi30k")
+    if not os.path.exists(os.path.join(path, "train.lc.norm.tok.en")):
+        raise SystemExit(f"Multi30k not found in {path}: set KERAS_RNMT_DATA")
+    return os.path.abspath(path)
+
+
+def sb_config(**model_changes):
+    """The SB `TrainConfig` (from recipes/multi30k.py) with optional model changes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "multi30k_recipe", os.path.join(ROOT, "recipes", "multi30k.py"))
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    config = recipe.config()
+    values = {"data_dir": data_dir()}
+    values.update({k: v for k, v in model_changes.items()})
+    return config.override(values)
+
+
+def matmul_peak(n=2048, repeats=10):
+    """float32 numpy matmul FLOP/s (best of `repeats`), the machine's practical peak."""
+    import time
+
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n ** 3 / best
+
+
+def training_flops(model_config, source_lengths, target_lengths):
+    """Multiply-add FLOPs (x2) of one training step (forward + backward = 3x forward).
+
+    Counts real (unpadded) tokens only, so the figure is the useful work of the batch:
+    the encoder per source token, the decoder RNN, attention query/combine and the
+    vocabulary projection per target token, and the attention energies and read-out per
+    (target, source) pair.
+
+    Args:
+        model_config: the `ModelConfig` (vocabulary sizes filled in).
+        source_lengths, target_lengths: int arrays (batch,) of real lengths incl. `</s>`.
+    """
+    c = model_config
+    directions = 2 if c.bidirectional else 1
+    gates = 4 if c.cell == "lstm" else 3
+    encoder = 0
+    width = c.embedding_dim
+    for _ in range(c.encoder_layers):
+        encoder += directions * 2 * (width + c.encoder_units) * gates * c.encoder_units
+        width = directions * c.encoder_units
+    memory = width
+    units = c.decoder_units
+    attention = c.attention_units or units
+    feed = {"attentional": units, "context": memory, "none": 0}[c.input_feeding]
+    decoder = 2 * (c.embedding_dim + feed + units) * gates * units  # RNN
+    decoder += 2 * units * attention  # U_a s_j
+    decoder += 2 * (memory + units) * units  # W_c [c_j; s_j]
+    decoder += 2 * units * c.target_vocab_size  # output projection
+    encoder += 2 * memory * attention  # W_a h_i, once per source token
+    pair = 2 * attention + 2 * memory  # v_a tanh(.), and c_j = sum a_ij h_i
+    source_lengths = np.asarray(source_lengths, dtype=np.float64)
+    target_lengths = np.asarray(target_lengths, dtype=np.float64)
+    forward = (encoder * source_lengths.sum() + decoder * target_lengths.sum()
+               + pair * (source_lengths * target_lengths).sum())
+    return 3.0 * forward

@@ -1,0 +1,94 @@
+"""Training throughput on SB: ours under TensorFlow, JAX and PyTorch vs JoeyNMT 2.3.0, one go.
+
+    python benchmarks/train_throughput.py                    # everything (about 40 min here)
+    python benchmarks/train_throughput.py --backends jax --no-joeynmt --steps 50
+
+Prints target tokens/s per backend (`train_worker.py`: 200 timed `model.fit` steps after 20
+warm-up steps, every batch shape compiled first), JoeyNMT's own "Tokens per Sec" (mean of
+its 50-step log windows after the first, from `joeynmt_peer.py`), the ratio ours/JoeyNMT,
+and our achieved FLOP/s as a fraction of the numpy float32 2048x2048 matmul peak measured
+by this script. Run it on a quiet machine: the processes run one after the other.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from sb import matmul_peak
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_worker(backend, steps, warmup, settings=(), extra=()):
+    """Run `train_worker.py` under `backend`; returns its RESULT dict."""
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    command = [sys.executable, os.path.join(HERE, "train_worker.py"), "--steps", str(steps),
+               "--warmup", str(warmup), *extra]
+    if settings:
+        command += ["--set", *settings]
+    process = subprocess.run(command, env=env, capture_output=True, text=True, cwd=HERE)
+    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+    if process.returncode or not lines:
+        raise SystemExit(f"{backend} worker failed (exit {process.returncode}):\n"
+                         + process.stdout[-2000:] + process.stderr[-4000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def joeynmt_rate(run, skip_first=1):
+    """JoeyNMT's training tokens/s: mean of its log windows after the first `skip_first`."""
+    windows = [rate for _, rate in run["train_windows"][skip_first:]]
+    return statistics.mean(windows), len(windows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="SB overrides for our model (e.g. bucket_width=8)")
+    parser.add_argument("--no-joeynmt", action="store_true", help="skip the peer")
+    parser.add_argument("--retrain-joeynmt", action="store_true",
+                        help="train JoeyNMT again even if benchmarks/work/joeynmt has a run")
+    parser.add_argument("--json", default="", help="also write all figures to this file")
+    args = parser.parse_args(argv)
+
+    peak = matmul_peak()
+    print(f"numpy float32 matmul peak (2048x2048): {peak / 1e9:.1f} GFLOP/s", flush=True)
+    figures = {"matmul_peak_gflop_per_second": round(peak / 1e9, 1), "ours": {}}
+    for backend in args.backends:
+        result = run_worker(backend, args.steps, args.warmup, args.set)
+        result["fraction_of_peak"] = round(result["gflop_per_second"] * 1e9 / peak, 3)
+        figures["ours"][backend] = result
+        print(f"ours/{backend}: {result['target_tokens_per_second']:.0f} target tok/s, "
+              f"{result['gflop_per_second']:.1f} GFLOP/s = "
+              f"{100 * result['fraction_of_peak']:.0f}% of peak "
+              f"(padding {100 * result['padding_fraction']:.0f}%, "
+              f"{result['parameters']:,} parameters)", flush=True)
+    if not args.no_joeynmt:
+        from joeynmt_peer import train_one_epoch
+
+        run = train_one_epoch(reuse=not args.retrain_joeynmt)
+        rate, windows = joeynmt_rate(run)
+        figures["joeynmt"] = {"target_tokens_per_second": round(rate, 1), "windows": windows,
+                              "parameters": run.get("parameters"), "log": run["log"],
+                              "reused_earlier_run": run["reused"]}
+        print(f"JoeyNMT 2.3.0: {rate:.0f} target tok/s (mean of {windows} 50-step windows; "
+              f"{run.get('parameters', 0):,} parameters; log {run['log']})", flush=True)
+        for backend, result in figures["ours"].items():
+            ratio = result["target_tokens_per_second"] / rate
+            result["ratio_to_joeynmt"] = round(ratio, 2)
+            print(f"ratio ours/{backend} : JoeyNMT = {ratio:.2f}x (target 3x)")
+    # The peak is measured again at the end: a loaded machine shows as a drop.
+    figures["matmul_peak_gflop_per_second_after"] = round(matmul_peak() / 1e9, 1)
+    print("FIGURES " + json.dumps(figures))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
