@@ -15,25 +15,16 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 
-from sb import ROOT, data_dir
+from sb import ROOT, data_dir, report, result_line
 from train_throughput import run_worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_DIR = os.path.join(HERE, "work", "ours_epoch1")
 SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
-
-
-def result_line(process, what):
-    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
-    if process.returncode or not lines:
-        raise SystemExit(f"{what} failed (exit {process.returncode}):\n"
-                         + process.stdout[-2000:] + process.stderr[-4000:])
-    return json.loads(lines[-1][len("RESULT "):])
 
 
 def decode(backend, run_dir):
@@ -84,25 +75,34 @@ def main(argv=None):
               f"in batches of 64; single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "
               f"p95 {result['latency_ms_p95']:.0f} ms", flush=True)
     if not args.no_joeynmt:
-        from joeynmt_peer import train_one_epoch
+        from joeynmt_peer import mean_output_tokens, train_one_epoch
 
         run = train_one_epoch(reuse=not args.retrain)
         rate = 1000 / run["test_decode_seconds"]
+        length = mean_output_tokens()
         figures["joeynmt"] = {"sentences_per_second": round(rate, 1),
+                              "output_tokens_per_second": round(rate * length, 1),
+                              "mean_output_tokens": round(length, 2),
                               "seconds": run["test_decode_seconds"],
                               "tokenised_bleu": run.get("test_bleu"), "log": run["log"]}
         print(f"JoeyNMT 2.3.0: {rate:.1f} sentences/s ({run['test_decode_seconds']:.1f} s; "
-              f"BLEU {run.get('test_bleu')})", flush=True)
+              f"BLEU {run.get('test_bleu')}, {length:.1f} tokens/output)", flush=True)
+        # Under-trained models differ in output length, and beam search runs until the
+        # longest hypothesis of a batch ends: output tokens/s is the like-for-like figure.
+        ours_length = figures["ours"][args.backends[0]]["mean_output_tokens"] if args.backends \
+            else None
         for name, result in list(figures["ours"].items()) + [
                 ("saved_model", figures.get("saved_model"))]:
             if result:
                 ratio = result["sentences_per_second"] / rate
                 result["ratio_to_joeynmt"] = round(ratio, 2)
-                print(f"ratio ours/{name} : JoeyNMT = {ratio:.2f}x (target 3x)")
-    print("FIGURES " + json.dumps(figures))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+                line = f"ratio ours/{name} : JoeyNMT = {ratio:.2f}x sentences/s"
+                if ours_length:
+                    token_ratio = ratio * ours_length / length
+                    result["output_token_ratio_to_joeynmt"] = round(token_ratio, 2)
+                    line += f", {token_ratio:.2f}x output tokens/s"
+                print(line + " (target 3x)")
+    report(figures, args.json)
 
 
 if __name__ == "__main__":

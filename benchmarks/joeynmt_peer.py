@@ -69,7 +69,7 @@ TOKENS = re.compile(r"Step:\s+(\d+),.*Tokens per Sec:\s+([\d.]+)")
 PARAMS = re.compile(r"Total params:\s*([\d,]+)")
 DECODING = re.compile(r"on (\w+) set\.\.\.")
 GENERATION = re.compile(r"Generation took ([\d.]+)\[sec\]")
-BLEU = re.compile(r"Evaluation result \(beam search\) bleu:\s+([\d.]+)")
+BLEU = re.compile(r"Evaluation result \(beam search\):?\s*bleu:\s+([\d.]+)")
 
 
 def parse_log(text):
@@ -90,6 +90,13 @@ def parse_log(text):
         if found and current:
             result[f"{current}_bleu"] = float(found.group(1))
     return result
+
+
+def mean_output_tokens(work=WORK, split="test"):
+    """Mean length (words) of JoeyNMT's closing beam-search outputs on `split`."""
+    with open(os.path.join(work, "model", f"best.hyps.{split}"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    return sum(len(line.split()) for line in lines) / len(lines)
 
 
 def train_one_epoch(work=WORK, reuse=True):

@@ -42,14 +42,26 @@ SETTINGS = [(5, False), (5, True), (12, False), (12, True)]
 
 
 def moses_detokenize(text):
-    """Undo Moses tokenisation of Multi30k's `lc.norm.tok` text (escapes, punctuation spacing)."""
+    """Undo Moses tokenisation of Multi30k's `lc.norm.tok` text (escapes, punctuation spacing).
+
+    >>> moses_detokenize('ein mann , der &quot; hallo &quot; sagt ( lachend ) .')
+    'ein mann, der "hallo" sagt (lachend).'
+    """
     for escaped, plain in (("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"), ("&lt;", "<"),
-                           ("&gt;", ">"), ("@-@", "-")):
+                           ("&gt;", ">"), (" @-@ ", "-")):
         text = text.replace(escaped, plain)
-    text = re.sub(r" ([.,!?;:%)\]}])", r"\1", text)
-    text = re.sub(r"([(\[{]) ", r"\1", text)
-    text = re.sub(r" ' ", "'", text)
-    return text.strip()
+    words, quote_open = [], False
+    for word in text.split():
+        attach_left = word in {".", ",", "!", "?", ";", ":", "%", ")", "]", "}"} or (
+            word.startswith("'") and len(word) > 1)
+        if word == '"':
+            attach_left, quote_open = quote_open, not quote_open
+        if words and (attach_left or words[-1] in {"(", "[", "{"}
+                      or (words[-1] == '"' and quote_open and word != '"')):
+            words[-1] += word
+        else:
+            words.append(word)
+    return " ".join(words)
 
 
 def read(name):

@@ -16,8 +16,8 @@ worker's peak resident memory (MiB, the whole process).
 """
 
 import argparse
-import json
 
+from sb import report
 from train_throughput import run_worker
 
 MODELS = {"bahdanau": [], "recurrent-k5": ["attention=recurrent", "window=5"]}
@@ -49,10 +49,7 @@ def main(argv=None):
         print(f"{label}: recurrent k=5 takes {ratio:.2f}x Bahdanau's time (target <= 1.33)",
               flush=True)
         rows.append(row)
-    print("FIGURES " + json.dumps({"backend": args.backend, "rows": rows}))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"backend": args.backend, "rows": rows}, f, indent=2)
+    report({"backend": args.backend, "rows": rows}, args.json)
 
 
 if __name__ == "__main__":

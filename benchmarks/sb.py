@@ -6,6 +6,7 @@ the new decoder state with input feeding of the attentional vector, bridge, drop
 batches of 64 sentences, Adam 1e-3 (JoeyNMT: `../shared/peer/joeynmt_sb.yaml`).
 """
 
+import json
 import os
 import sys
 
@@ -36,6 +37,23 @@ def sb_config(**model_changes):
     values = {"data_dir": data_dir()}
     values.update({k: v for k, v in model_changes.items()})
     return config.override(values)
+
+
+def result_line(process, what):
+    """The `RESULT {json}` line a worker subprocess printed, as a dict (or exit with its log)."""
+    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+    if process.returncode or not lines:
+        raise SystemExit(f"{what} failed (exit {process.returncode}):\n"
+                         + process.stdout[-2000:] + process.stderr[-4000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def report(figures, path=""):
+    """Print every figure as one `FIGURES {json}` line, and write them to `path` if given."""
+    print("FIGURES " + json.dumps(figures))
+    if path:
+        with open(path, "w") as f:
+            json.dump(figures, f, indent=2)
 
 
 def matmul_peak(n=2048, repeats=10):

@@ -11,13 +11,12 @@ by this script. Run it on a quiet machine: the processes run one after the other
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 
-from sb import matmul_peak
+from sb import matmul_peak, report, result_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,11 +29,7 @@ def run_worker(backend, steps, warmup, settings=(), extra=()):
     if settings:
         command += ["--set", *settings]
     process = subprocess.run(command, env=env, capture_output=True, text=True, cwd=HERE)
-    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
-    if process.returncode or not lines:
-        raise SystemExit(f"{backend} worker failed (exit {process.returncode}):\n"
-                         + process.stdout[-2000:] + process.stderr[-4000:])
-    return json.loads(lines[-1][len("RESULT "):])
+    return result_line(process, f"{backend} worker")
 
 
 def joeynmt_rate(run, skip_first=1):
@@ -84,10 +79,7 @@ def main(argv=None):
             print(f"ratio ours/{backend} : JoeyNMT = {ratio:.2f}x (target 3x)")
     # The peak is measured again at the end: a loaded machine shows as a drop.
     figures["matmul_peak_gflop_per_second_after"] = round(matmul_peak() / 1e9, 1)
-    print("FIGURES " + json.dumps(figures))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+    report(figures, args.json)
 
 
 if __name__ == "__main__":
