@@ -14,13 +14,15 @@ replacement (Yang et al. §3.3):
   figure, the one published Multi30k results use);
 - detokenised BLEU: the output Moses-detokenised, sacreBLEU 13a against the raw references,
   case-insensitive (the models are trained on lowercased text; the signature says `case:lc`).
-Prints a markdown table (mean ± sd over seeds) and writes `WORK/quality.json`.
+Prints a markdown table (mean ± sd over seeds) and writes `WORK/quality.json`. The small
+files of each run (config, data report, training log, results, test outputs, scores) are
+copied to `benchmarks/runs/NAME-seedS/` for git; the models stay in WORK.
 """
 
 import argparse
 import json
 import os
-import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +30,9 @@ import sys
 from sb import ROOT, data_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RECORDS = os.path.join(HERE, "runs")
+KEPT_FILES = ("config.json", "data_report.json", "log.csv", "results.json",
+              "test_hypotheses.txt")
 MODELS = {
     "no-attention": ["attention=none"],
     "bahdanau": [],
@@ -114,6 +119,17 @@ def score(run_dir):
             "parameters": trained["parameters"], "scores": rows}
 
 
+def keep_record(result):
+    """Copy a scored run's small files (not its model) to `benchmarks/runs/` for git."""
+    run_dir = result["run_dir"]
+    record = os.path.join(RECORDS, os.path.basename(run_dir))
+    os.makedirs(record, exist_ok=True)
+    for name in KEPT_FILES:
+        shutil.copyfile(os.path.join(run_dir, name), os.path.join(record, name))
+    with open(os.path.join(record, "scores.json"), "w") as f:
+        json.dump({**result, "run_dir": os.path.relpath(run_dir, ROOT)}, f, indent=2)
+
+
 def mean_sd(values):
     if len(values) == 1:
         return f"{values[0]:.2f}"
@@ -148,10 +164,17 @@ def main(argv=None):
                         help="training overrides for every run (e.g. epochs=1)")
     args = parser.parse_args(argv)
 
+    # Results of earlier invocations stay in the table; this one's replace theirs.
+    summary = os.path.join(args.work, "quality.json")
     results = {}
+    if os.path.exists(summary):
+        with open(summary) as f:
+            results = json.load(f)
     for name in args.models:
         seeds = args.seeds if name in args.seeds_for else args.seeds[:1]
         results[name] = [score(train(name, seed, args.work, args.set)) for seed in seeds]
+        for result in results[name]:
+            keep_record(result)
         print(table({name: results[name]}), flush=True)
     print("\nTest2016 BLEU, tokenised lowercased (tok:none) / detokenised (13a, case:lc):\n")
     print(table(results))
@@ -159,7 +182,7 @@ def main(argv=None):
     print(f"\nsignatures: {signatures['tokenised_signature']} | "
           f"{signatures['detokenised_signature']}")
     os.makedirs(args.work, exist_ok=True)
-    with open(os.path.join(args.work, "quality.json"), "w") as f:
+    with open(summary, "w") as f:
         json.dump(results, f, indent=2)
 
 

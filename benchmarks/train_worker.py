@@ -68,7 +68,7 @@ def main(argv=None):
     from keras_rnmt.data import make_dataset
     from keras_rnmt.models import build_model
     from keras_rnmt.training.losses import MaskedCrossEntropy
-    from keras_rnmt.training.optimizers import get_optimizer
+    from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
     from keras_rnmt.training.train import prepare_data
 
     overrides = dict(item.split("=", 1) for item in args.set)
@@ -95,6 +95,8 @@ def main(argv=None):
     model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
                                         target_vocab_size=target_tokenizer.vocabulary_size())
     model = build_model(model_config)
+    if config.uniform_init:
+        uniform_initialize(model, config.uniform_init, seed=config.seed)
     model.compile(optimizer=get_optimizer(config.optimizer, config.learning_rate or None,
                                           config.clipnorm or None),
                   loss=MaskedCrossEntropy(config.label_smoothing))

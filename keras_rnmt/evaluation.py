@@ -43,7 +43,9 @@ def corpus_scores(hypotheses, references, tokenized=False, lowercase=False):
         raise ValueError(
             f"{len(hypotheses)} hypotheses but {len(references)} references: they must align"
         )
-    bleu = sacrebleu.metrics.BLEU(tokenize="none" if tokenized else "13a", lowercase=lowercase)
+    # force: tokenised input is intended here; sacreBLEU would warn about it.
+    bleu = sacrebleu.metrics.BLEU(tokenize="none" if tokenized else "13a", lowercase=lowercase,
+                                  force=tokenized)
     chrf = sacrebleu.metrics.CHRF()
     bleu_score = bleu.corpus_score(hypotheses, [references])
     chrf_score = chrf.corpus_score(hypotheses, [references])
