@@ -70,14 +70,9 @@ def moses_detokenize(text):
 
 
 def read(name):
-    path = os.path.join(data_dir(), name)
-    if name.endswith(".gz"):
-        import gzip
+    from keras_rnmt.data import read_lines
 
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return f.read().splitlines()
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+    return read_lines(os.path.join(data_dir(), name))
 
 
 def train(name, seed, work, settings):

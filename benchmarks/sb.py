@@ -25,18 +25,12 @@ def data_dir():
     return os.path.abspath(path)
 
 
-def sb_config(**model_changes):
-    """The SB `TrainConfig` (from recipes/multi30k.py) with optional model changes."""
-    import importlib.util
+def sb_config(**changes):
+    """The SB `TrainConfig` (from recipes/multi30k.py) with optional config changes."""
+    from keras_rnmt.cli import load_recipe
 
-    spec = importlib.util.spec_from_file_location(
-        "multi30k_recipe", os.path.join(ROOT, "recipes", "multi30k.py"))
-    recipe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipe)
-    config = recipe.config()
-    values = {"data_dir": data_dir()}
-    values.update({k: v for k, v in model_changes.items()})
-    return config.override(values)
+    recipe = load_recipe(os.path.join(ROOT, "recipes", "multi30k.py"))
+    return recipe.config().override({"data_dir": data_dir(), **changes})
 
 
 def result_line(process, what):
