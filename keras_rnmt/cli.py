@@ -14,6 +14,9 @@ import importlib.util
 import os
 import sys
 
+# keras_rnmt.search.STOP_RULES, spelled out so `--help` does not import Keras.
+STOP_RULES_CHOICES = ("current", "bound")
+
 
 def load_recipe(path):
     """Import a recipe file and return its module (it defines `config()`)."""
@@ -83,6 +86,7 @@ def cmd_translate(args, _):
         args.run_dir, beam_size=args.beam_size, batch_size=args.batch_size,
         replace_unk=args.replace_unk or bool(args.unk_dictionary),
         unk_dictionary=load_dictionary(args.unk_dictionary) if args.unk_dictionary else None,
+        stop_rule=args.stop_rule,
     )
     lines = _read_input(args.input)
     progress = keras.utils.Progbar(len(lines), stateful_metrics=None, verbose=1)
@@ -120,7 +124,7 @@ def cmd_evaluate(args, _):
     from keras_rnmt.translator import Translator
 
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
-                                     replace_unk=args.replace_unk)
+                                     replace_unk=args.replace_unk, stop_rule=args.stop_rule)
     sources, references = read_parallel(args.source, args.reference)
     hypotheses = translator(sources)
     scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
@@ -198,6 +202,9 @@ def build_parser():
     translate.add_argument("-i", "--input", default=None, help="input file (default stdin)")
     translate.add_argument("-o", "--output", default=None, help="output file (default stdout)")
     translate.add_argument("--beam-size", type=int, default=5)
+    translate.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
+                           help="beam search stops a sentence when its best hypothesis has ended "
+                                "(current) or when no continuation can beat it (bound, exact)")
     translate.add_argument("--batch-size", type=int, default=64)
     translate.add_argument("--n-best", type=int, default=1)
     translate.add_argument("--n-best-output", default=None, help="file for 'index\\tscore\\ttext'")
@@ -211,6 +218,9 @@ def build_parser():
     evaluate.add_argument("--source", required=True)
     evaluate.add_argument("--reference", required=True)
     evaluate.add_argument("--beam-size", type=int, default=5)
+    evaluate.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
+                          help="beam search stops a sentence when its best hypothesis has ended "
+                               "(current) or when no continuation can beat it (bound, exact)")
     evaluate.add_argument("--tokenized", action="store_true",
                           help="references are tokenised (lc.norm.tok): BLEU tokenize='none'")
     evaluate.add_argument("--lowercase", action="store_true")

@@ -61,7 +61,7 @@ def step_buckets(max_output_length):
 
 
 def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                 coverage_penalty, max_length_a, max_length_b, max_output_length):
+                 coverage_penalty, max_length_a, max_length_b, max_output_length, stop_rule):
     import tensorflow as tf
 
     from keras_rnmt.search import beam_search
@@ -75,7 +75,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
             model.search_step, model.search_state(source), batch_size=tf.shape(source)[0],
             beam_size=beam_size, bos_id=bos_id, eos_id=eos_id, max_length=max_length,
             length_penalty=length_penalty, coverage_penalty=coverage_penalty,
-            source_mask=tf.not_equal(source, 0), max_steps=max_steps,
+            source_mask=tf.not_equal(source, 0), max_steps=max_steps, stop_rule=stop_rule,
         )
         return target_tokenizer.detokenize(result.tokens[:, 0]), result.scores[:, 0]
 
@@ -128,7 +128,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
 
 def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_size=5,
                        length_penalty=1.0, max_length_a=1.5, max_length_b=10,
-                       coverage_penalty=0.0, max_output_length=512):
+                       coverage_penalty=0.0, max_output_length=512, stop_rule="current"):
     """Write a SavedModel that translates raw strings with beam search.
 
     The serving graph does what `Translator` does in Python: tokenise, append `</s>`, pad
@@ -151,6 +151,8 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
         max_output_length: int, the longest output (</s> included) the graph can produce.
             The graph holds one search per `step_buckets(max_output_length)` entry.
             Defaults to 512.
+        stop_rule: str, beam search's stopping rule, "current" or "bound" (see
+            `keras_rnmt.search.beam`). Defaults to "current", as `Translator`.
 
     Returns:
         The exported `tf.Module`; its `serve(inputs)` is the `serving_default` signature.
@@ -164,12 +166,15 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
     """
     import tensorflow as tf
 
+    from keras_rnmt.search import check_stop_rule
+
     _require_tensorflow("export_saved_model")
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
+    check_stop_rule(stop_rule)
     module = _make_module(model, source_tokenizer, target_tokenizer, beam_size,
                           float(length_penalty), float(coverage_penalty), float(max_length_a),
-                          float(max_length_b), max_output_length)
+                          float(max_length_b), max_output_length, stop_rule)
     tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
     return module
 
@@ -223,7 +228,8 @@ def export_run(run_dir, path, model_file="best.keras", **kwargs):
 
 # export_run's options and their command-line types.
 _OPTIONS = {"beam_size": int, "length_penalty": float, "coverage_penalty": float,
-            "max_length_a": float, "max_length_b": float, "max_output_length": int}
+            "max_length_a": float, "max_length_b": float, "max_output_length": int,
+            "stop_rule": str}
 
 
 def main(argv=None):

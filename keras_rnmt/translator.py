@@ -6,9 +6,15 @@ import os
 
 import keras
 import numpy as np
-from keras import ops
+from keras import ops, tree
 
-from keras_rnmt.search import beam_search, greedy_search
+from keras_rnmt.search import (
+    beam_search_continue,
+    beam_search_start,
+    check_stop_rule,
+    greedy_search,
+)
+from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import replace_unknown
 
 
@@ -55,11 +61,14 @@ class Translator:
         replace_unk: bool. Replace `<unk>` outputs by the most-attended source word (or its
             entry in `unk_dictionary`). Defaults to False.
         unk_dictionary: dict source word -> target word, or None.
+        stop_rule: str. Beam search's stopping rule: "current" (stop a sentence once its
+            best hypothesis has ended) or "bound" (exact); see `keras_rnmt.search.beam`.
+            Defaults to "current".
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=5,
                  length_penalty=1.0, coverage_penalty=0.0, max_length_a=1.5, max_length_b=10,
-                 batch_size=64, replace_unk=False, unk_dictionary=None):
+                 batch_size=64, replace_unk=False, unk_dictionary=None, stop_rule="current"):
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
@@ -71,6 +80,8 @@ class Translator:
         self.batch_size = batch_size
         self.replace_unk = replace_unk
         self.unk_dictionary = unk_dictionary or {}
+        check_stop_rule(stop_rule)
+        self.stop_rule = stop_rule
         self._compiled = {}
 
     @classmethod
@@ -203,65 +214,78 @@ class Translator:
         max_steps = int(-(-int(max_length.max()) // 16) * 16)
         key = (self.beam_size, n_best, max_steps)
         if key not in self._compiled:
-            self._compiled[key] = compile_search(self._search_fn(n_best, max_steps))
-        result = self._compiled[key](self.model, source, max_length)
+            self._compiled[key] = [compile_search(fn) for fn in self._search_fns(n_best,
+                                                                                   max_steps)]
+        if self.beam_size > 1:
+            start, advance = self._compiled[key]
+            return shrinking_beam_search(
+                lambda: start(self.model, source, max_length),
+                lambda carry, until: advance(self.model, carry, until), self.beam_size)
+        result = self._compiled[key][0](self.model, source, max_length)
         tokens, scores, attention = (None if x is None else ops.convert_to_numpy(x)
                                      for x in result)
-        if tokens.ndim == 2:  # greedy: add the n-best axis
-            tokens, scores = tokens[:, None], scores[:, None]
-            attention = None if attention is None else attention[:, None]
-        return tokens, scores, attention
+        attention = None if attention is None else attention[:, None]
+        return tokens[:, None], scores[:, None], attention
 
-    def _search_fn(self, n_best, max_steps):
+    def _search_fns(self, n_best, max_steps):
+        """Greedy: `[run(source, max_length)]`; beam: `[start(source, max_length),
+        advance(carry, until)]` for `shrinking_beam_search`."""
         model, target = self.model, self.target_tokenizer
-        beam_size, alpha, beta = self.beam_size, self.length_penalty, self.coverage_penalty
+        options = dict(beam_size=self.beam_size, bos_id=target.bos_id, n_best=n_best,
+                       coverage_penalty=self.coverage_penalty)
 
-        def run(source, max_length):
+        def common(source, max_length):
+            return dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
+                        max_length=max_length, source_mask=ops.not_equal(source, 0),
+                        max_steps=max_steps)
+
+        def greedy(source, max_length):
             state = model.search_state(source, max_length=max_steps)
-            mask = ops.not_equal(source, 0)
-            common = dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
-                          eos_id=target.eos_id, max_length=max_length, source_mask=mask,
-                          max_steps=max_steps)
-            if beam_size <= 1:
-                result = greedy_search(model.search_step, state, **common)
-                return result.tokens, result.scores, result.attention
-            result = beam_search(model.search_step, state, beam_size=beam_size,
-                                 length_penalty=alpha, coverage_penalty=beta, n_best=n_best,
-                                 **common)
+            result = greedy_search(model.search_step, state, eos_id=target.eos_id,
+                                   **common(source, max_length))
             return result.tokens, result.scores, result.attention
 
-        return run
+        def start(source, max_length):
+            state = model.search_state(source, max_length=max_steps)
+            return beam_search_start(model.search_step, state,
+                                     **{**common(source, max_length), **options})
+
+        def advance(carry, until):
+            return beam_search_continue(model.search_step, carry, eos_id=target.eos_id,
+                                        length_penalty=self.length_penalty,
+                                        stop_rule=self.stop_rule, until=until, **options)
+
+        return [greedy] if self.beam_size <= 1 else [start, advance]
 
 
 def compile_search(run):
-    """Compile `run(source, max_length)` for the backend: tf.function, jax.jit or eager torch.
+    """Compile `run(*args)` for the backend: tf.function, jax.jit or eager torch.
 
-    Under JAX the model's variables are passed in as arguments (a `StatelessScope`), so the
-    compiled program does not bake the weights in as constants.
+    The compiled callable takes `(model, *args)`; numpy arguments become tensors. Under JAX
+    the model's variables are passed in as arguments (a `StatelessScope`), so the compiled
+    program does not bake the weights in as constants.
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
         compiled = tf.function(run, reduce_retracing=True)
-        return lambda model, source, max_length: compiled(
-            tf.constant(source), tf.constant(max_length))
+        return lambda model, *args: compiled(*tf.nest.map_structure(tf.convert_to_tensor, args))
     if backend == "jax":
         import jax
 
-        def stateless(values, source, max_length, model):
+        def stateless(values, args, model):
             with keras.StatelessScope(state_mapping=list(zip(model.variables, values))):
-                return run(source, max_length)
+                return run(*args)
 
-        jitted = jax.jit(stateless, static_argnums=(3,))
-        return lambda model, source, max_length: jitted(
-            [v.value for v in model.variables], source, max_length, model)
+        jitted = jax.jit(stateless, static_argnums=(2,))
+        return lambda model, *args: jitted([v.value for v in model.variables], args, model)
 
-    def eager(model, source, max_length):
+    def eager(model, *args):
         import torch
 
         with torch.no_grad():
-            return run(ops.convert_to_tensor(source), ops.convert_to_tensor(max_length))
+            return run(*tree.map_structure(ops.convert_to_tensor, args))
 
     return eager
 

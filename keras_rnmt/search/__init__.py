@@ -5,7 +5,16 @@ batch-major tensors; `greedy_search` and `beam_search` drive it with `keras.ops.
 and return a `SearchResult`. The beam helpers are pure functions of tensors.
 """
 
-from keras_rnmt.search.beam import BeamState, beam_search
+from keras_rnmt.search.beam import (
+    STOP_RULES,
+    BeamState,
+    beam_search,
+    beam_search_continue,
+    beam_search_result,
+    beam_search_start,
+    check_stop_rule,
+    select_sentences,
+)
 from keras_rnmt.search.beam_helpers import (
     add_beam_dim,
     coverage_penalty,
@@ -19,16 +28,22 @@ from keras_rnmt.search.greedy import GreedyState, greedy_search
 from keras_rnmt.search.result import SearchResult
 
 __all__ = [
+    "STOP_RULES",
     "BeamState",
     "GreedyState",
     "SearchResult",
     "add_beam_dim",
     "beam_search",
+    "beam_search_continue",
+    "beam_search_result",
+    "beam_search_start",
+    "check_stop_rule",
     "coverage_penalty",
     "flatten_beam_dim",
     "gather_beams",
     "greedy_search",
     "length_penalty",
+    "select_sentences",
     "take_beams",
     "unflatten_beam_dim",
 ]

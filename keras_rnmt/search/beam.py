@@ -12,7 +12,12 @@ at most K of them end in </s>, so at least K unfinished ones remain to refill *a
 while the </s> candidates are merged into *finished*. A sentence is done when its
 ``n_best``-th finished score is at least the best score any alive beam could still reach
 (its log-probability can only fall, lp only grows up to the sentence's length limit, and
-cp <= 0); its alive beams are then retired (log-probability -inf). The loop stops when no
+cp <= 0): ``stop_rule="bound"``, exact. With ``stop_rule="current"`` the best alive score is
+taken at the beams' current length instead, so a sentence stops as soon as its best
+hypothesis so far has finished (JoeyNMT's, OpenNMT's and Hugging Face's default rule): a
+heuristic, since an alive beam could still overtake with length normalisation, but the
+search no longer runs on until the length limit shrinks every alive score. Either way the
+sentence's alive beams are then retired (log-probability -inf). The loop stops when no
 sentence has an alive beam, or after T steps.
 """
 
@@ -56,7 +61,12 @@ class BeamState(NamedTuple):
         finished_lengths: int32 (B, N). Lengths including </s>.
         finished_attention: float32 (B, N, T, S). Attention history, zeros after </s>.
         finished_flags: bool (B, N). True where the slot holds a hypothesis.
+        limits: int32 (B,). Per-sentence length limits (</s> included).
+        source_mask: bool (B, S). True on real source positions (all True when not given).
         model_state: the step function's state, leaves (B * K, ...).
+
+    Every field but ``step`` is sentence-major, so `select_sentences` can drop finished
+    sentences between calls of `beam_search_continue`.
     """
 
     step: Any
@@ -69,10 +79,24 @@ class BeamState(NamedTuple):
     finished_lengths: Any
     finished_attention: Any
     finished_flags: Any
+    limits: Any
+    source_mask: Any
     model_state: Any
 
 
-def _check_arguments(beam_size, n_best, alpha, beta):
+STOP_RULES = ("bound", "current")
+
+
+def check_stop_rule(stop_rule):
+    """Raise a ValueError naming the valid choices unless `stop_rule` is one of them."""
+    if stop_rule not in STOP_RULES:
+        raise ValueError(
+            f"Unknown stop_rule {stop_rule!r}. Valid choices: {', '.join(map(repr, STOP_RULES))}"
+        )
+
+
+def _check_arguments(beam_size, n_best, alpha, beta, stop_rule):
+    check_stop_rule(stop_rule)
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
     if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
@@ -101,8 +125,9 @@ def _append(pool, candidates, keep, empty):
 
 def _advance(carry, log_probs, model_state, attention, config):
     """One beam step at time ``carry.step`` given the step function's outputs."""
-    batch_size, beam_size, n_best, eos_id, limits, alpha, beta, source_mask = config
-    t = carry.step
+    beam_size, n_best, eos_id, alpha, beta, stop_rule = config
+    t, limits, source_mask = carry.step, carry.limits, carry.source_mask
+    batch_size = ops.shape(carry.alive_log_probs)[0]
     vocab_size = ops.shape(log_probs)[-1]
     log_probs = unflatten_beam_dim(log_probs, batch_size, beam_size)  # B x K x V
     attention = unflatten_beam_dim(attention, batch_size, beam_size)  # B x K x S
@@ -165,8 +190,10 @@ def _advance(carry, log_probs, model_state, attention, config):
     )
     finished_tokens, finished_log_probs, finished_lengths, finished_attention, flags = kept
 
-    # Retire the alive beams of sentences whose n_best-th finished score cannot be beaten.
-    best_reachable = ops.max(alive_log_probs, axis=1) / beam_helpers.length_penalty(limits, alpha)
+    # Retire the alive beams of sentences whose n_best-th finished score cannot be beaten
+    # ("bound": by any continuation up to the length limit; "current": at today's length).
+    horizon = limits if stop_rule == "bound" else ops.zeros_like(limits) + (t + 1)
+    best_reachable = ops.max(alive_log_probs, axis=1) / beam_helpers.length_penalty(horizon, alpha)
     done = finished_scores[:, n_best - 1] >= best_reachable
     alive_log_probs = ops.where(done[:, None], NEG_INF, alive_log_probs)
 
@@ -181,6 +208,8 @@ def _advance(carry, log_probs, model_state, attention, config):
         finished_lengths=finished_lengths,
         finished_attention=finished_attention,
         finished_flags=flags,
+        limits=limits,
+        source_mask=source_mask,
         model_state=model_state,
     )
 
@@ -199,6 +228,7 @@ def beam_search(
     source_mask=None,
     n_best=1,
     max_steps=None,
+    stop_rule="current",
 ):
     """Find the ``n_best`` best translations of every sentence with batched beam search.
 
@@ -229,6 +259,10 @@ def beam_search(
         n_best: int in [1, beam_size]. Hypotheses returned per sentence. Defaults to 1.
         max_steps: optional int, the static output length T; needed only when
             ``max_length`` is a tensor traced by ``jax.jit``/``tf.function``.
+        stop_rule: str. When a sentence stops: "current" (default) once no alive beam
+            beats its n_best-th finished score at the beam's current length (the common
+            heuristic: on Multi30k it searches less and scores higher), "bound" once none
+            can beat it by any continuation within its length limit (exact search).
 
     Returns:
         `SearchResult` with tokens (B, n_best, T), scores (B, n_best) sorted best first,
@@ -249,22 +283,42 @@ def beam_search(
     References:
         Wu et al., 2016. Google's Neural Machine Translation System. arXiv:1609.08144.
     """
-    alpha, beta = length_penalty, coverage_penalty
-    _check_arguments(beam_size, n_best, alpha, beta)
+    _check_arguments(beam_size, n_best, length_penalty, coverage_penalty, stop_rule)
+    carry = beam_search_start(
+        step_fn, initial_state, batch_size=batch_size, beam_size=beam_size, bos_id=bos_id,
+        max_length=max_length, coverage_penalty=coverage_penalty, source_mask=source_mask,
+        n_best=n_best, max_steps=max_steps,
+    )
+    carry = beam_search_continue(
+        step_fn, carry, beam_size=beam_size, bos_id=bos_id, eos_id=eos_id,
+        length_penalty=length_penalty, coverage_penalty=coverage_penalty, n_best=n_best,
+        stop_rule=stop_rule,
+    )
+    return beam_search_result(carry)
+
+
+def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, max_length,
+                      coverage_penalty=0.0, source_mask=None, n_best=1, max_steps=None):
+    """The `BeamState` before the first step (arguments as `beam_search`).
+
+    With `beam_search_continue` and `select_sentences` a caller can run the search in
+    chunks of steps and drop the sentences that are done in between (`Translator` does).
+    """
     limits, steps = resolve_max_length(max_length, batch_size, max_steps)
-    if source_mask is not None:
-        source_mask = ops.cast(source_mask, "bool")
     model_state = _tile(initial_state, beam_size)
     bos = ops.full((batch_size * beam_size,), bos_id, dtype="int32")
     has_attention, source_length = probe_attention(step_fn, bos, model_state)
-    if beta > 0 and not has_attention:
+    if coverage_penalty > 0 and not has_attention:
         raise ValueError(
-            f"coverage_penalty={beta} needs attention, but step_fn returned attention=None"
+            f"coverage_penalty={coverage_penalty} needs attention, but step_fn returned "
+            "attention=None"
         )
+    if source_mask is None or not has_attention:
+        source_mask = ops.ones((batch_size, source_length), dtype="bool")
     beams = (batch_size, beam_size)
     pool = (batch_size, n_best)
     first_beam = ops.arange(beam_size, dtype="int32") == 0
-    carry = BeamState(
+    return BeamState(
         step=ops.convert_to_tensor(0, dtype="int32"),
         alive_tokens=ops.zeros(beams + (steps,), dtype="int32"),
         # Only beam 0 is alive at first, so the K beams do not start as K copies.
@@ -276,12 +330,32 @@ def beam_search(
         finished_lengths=ops.zeros(pool, dtype="int32"),
         finished_attention=ops.zeros(pool + (steps, source_length), dtype="float32"),
         finished_flags=ops.zeros(pool, dtype="bool"),
+        limits=limits,
+        source_mask=ops.cast(source_mask, "bool"),
         model_state=model_state,
     )
-    config = (batch_size, beam_size, n_best, eos_id, limits, alpha, beta, source_mask)
+
+
+def beam_search_continue(step_fn, carry, *, beam_size, bos_id, eos_id, length_penalty=0.0,
+                         coverage_penalty=0.0, n_best=1, stop_rule="current", until=None):
+    """Run beam steps from ``carry`` until no sentence is alive, step T, or step ``until``.
+
+    Args:
+        step_fn, beam_size, ...: as `beam_search`.
+        carry: a `BeamState` from `beam_search_start` or an earlier call.
+        until: optional int scalar (tensor): stop before this step.
+
+    Returns:
+        The `BeamState` after the last step run.
+    """
+    _check_arguments(beam_size, n_best, length_penalty, coverage_penalty, stop_rule)
+    steps = ops.shape(carry.alive_tokens)[-1]
+    has_attention = _has_attention(carry)
+    limit = steps if until is None else ops.minimum(until, steps)
+    config = (beam_size, n_best, eos_id, length_penalty, coverage_penalty, stop_rule)
 
     def cond(carry):
-        return ops.logical_and(carry.step < steps, ops.any(carry.alive_log_probs > NEG_INF))
+        return ops.logical_and(carry.step < limit, ops.any(carry.alive_log_probs > NEG_INF))
 
     def body(carry):
         previous = read_step(flatten_beam_dim(carry.alive_tokens), carry.step - 1)
@@ -292,6 +366,12 @@ def beam_search(
         return (_advance(carry, log_probs, model_state, attention, config),)
 
     (carry,) = ops.while_loop(cond, body, (carry,))
+    return carry
+
+
+def beam_search_result(carry):
+    """The `SearchResult` of a `BeamState` (its finished pool)."""
+    has_attention = _has_attention(carry)
     return SearchResult(
         tokens=carry.finished_tokens,
         scores=carry.finished_scores,
@@ -299,6 +379,27 @@ def beam_search(
         lengths=carry.finished_lengths,
         attention=carry.finished_attention if has_attention else None,
     )
+
+
+def _has_attention(carry):
+    # Without attention the buffers have a static 0 source positions; with it S is > 0, or
+    # unknown (None) in a graph traced with a variable source length.
+    return carry.alive_attention.shape[-1] != 0
+
+
+def select_sentences(carry, rows, beam_size):
+    """Keep sentences ``rows`` (int32 (B',)) of a `BeamState`, in that order.
+
+    Sentence-major fields are gathered on their first axis, the model state's (B * K, ...)
+    leaves on their sentence's K rows; ``step`` is shared.
+    """
+    rows = ops.cast(rows, "int32")
+    beam_rows = ops.reshape(rows[:, None] * beam_size + ops.arange(beam_size, dtype="int32"),
+                            (-1,))
+    fields = {name: ops.take(value, rows, axis=0)
+              for name, value in carry._asdict().items() if name not in ("step", "model_state")}
+    model_state = tree.map_structure(lambda x: ops.take(x, beam_rows, axis=0), carry.model_state)
+    return BeamState(step=carry.step, model_state=model_state, **fields)
 
 
 def _tile(initial_state, beam_size):

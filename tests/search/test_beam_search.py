@@ -227,6 +227,43 @@ def test_beam_size_one_equals_greedy_exactly():
     np.testing.assert_array_equal(to_numpy(beam.attention)[:, 0], to_numpy(greedy.attention))
 
 
+def _log_table(rows):
+    with np.errstate(divide="ignore"):
+        return np.log(np.array(rows, dtype="float64")).astype("float32")
+
+
+# <s> -> </s> .6 | a .4;  a -> a .9 | </s> .1. Only "a" continues, so a strong length
+# penalty favours a long hypothesis that the "current" rule never reaches.
+PATIENCE_TABLE = _log_table(
+    [
+        #  pad  <s>  </s>   a
+        [0.0, 0.0, 1.0, 0.0],  # pad
+        [0.0, 0.0, 0.6, 0.4],  # <s>
+        [0.0, 0.0, 1.0, 0.0],  # </s>
+        [0.0, 0.0, 0.1, 0.9],  # a
+    ]
+)
+
+
+@pytest.mark.parametrize("stop_rule", ["current", "bound"])
+def test_stop_rules(stop_rule):
+    """Beam 2, alpha = 5, limit 5; lp(n) = ((5 + n) / 6) ** 5.
+
+    Step 0 finishes "</s>": log .6 / lp(1) = -0.5108. The alive "a" (.4) scores
+    log .4 / lp(1) = -0.916 at its current length, so "current" stops there. Under "bound"
+    it might still reach log .4 / lp(5) = -0.0713, so the search goes on: "a a a </s>"
+    (.0324) scores -3.4296 / lp(4) = -0.4516 at step 3, and at the limit the forced
+    "a a a a </s>" (.02916) scores -3.5350 / lp(5) = -0.2749, the exact best.
+    """
+    result = beam_search(table_step(PATIENCE_TABLE), table_state(1), batch_size=1,
+                         beam_size=2, bos_id=BOS, eos_id=EOS, max_length=5,
+                         length_penalty=5.0, stop_rule=stop_rule)
+    tokens, score = {"current": ([EOS, 0, 0, 0, 0], -0.5108256),
+                     "bound": ([A, A, A, A, EOS], -0.2748783)}[stop_rule]
+    np.testing.assert_array_equal(to_numpy(result.tokens)[0, 0], tokens)
+    np.testing.assert_allclose(to_numpy(result.scores)[0, 0], score, rtol=1e-5)
+
+
 def test_argument_errors_name_the_arguments():
     step, state = table_step(SCRIPT_TABLE), table_state(1)
     common = dict(batch_size=1, bos_id=BOS, eos_id=EOS, max_length=3)
@@ -234,5 +271,7 @@ def test_argument_errors_name_the_arguments():
         beam_search(step, state, beam_size=2, n_best=3, **common)
     with pytest.raises(ValueError, match=r"length_penalty=-0.5"):
         beam_search(step, state, beam_size=2, length_penalty=-0.5, **common)
+    with pytest.raises(ValueError, match=r"Unknown stop_rule 'exact'. Valid choices: 'bound'"):
+        beam_search(step, state, beam_size=2, stop_rule="exact", **common)
     with pytest.raises(ValueError, match=r"coverage_penalty=0.2 needs attention"):
         beam_search(step, state, beam_size=2, coverage_penalty=0.2, **common)
