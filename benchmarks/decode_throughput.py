@@ -27,17 +27,19 @@ RUN_DIR = os.path.join(HERE, "work", "ours_epoch1")
 SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
-def decode(backend, run_dir):
+def decode(backend, run_dir, stop_rule):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir],
+    process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
+                              "--stop-rule", stop_rule],
                              env=env, capture_output=True, text=True, cwd=HERE)
     return result_line(process, f"{backend} decode")
 
 
-def export_and_serve(run_dir, path):
+def export_and_serve(run_dir, path, stop_rule):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([keras_rnmt, "export", run_dir, path, "--beam-size", "5"],
+    process = subprocess.run([keras_rnmt, "export", run_dir, path, "--beam-size", "5",
+                              "--stop-rule", stop_rule],
                              env=env, capture_output=True, text=True)
     if process.returncode:
         raise SystemExit("export failed:\n" + process.stdout[-2000:] + process.stderr[-4000:])
@@ -49,6 +51,9 @@ def export_and_serve(run_dir, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--stop-rule", default="current",
+                        help="beam search's stop rule for ours: current (the default, as "
+                             "JoeyNMT's) or bound (exact)")
     parser.add_argument("--no-saved-model", action="store_true")
     parser.add_argument("--no-joeynmt", action="store_true")
     parser.add_argument("--retrain", action="store_true", help="train both models again")
@@ -62,14 +67,14 @@ def main(argv=None):
               f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
         figures["ours_training"] = training
     for backend in args.backends:
-        result = decode(backend, RUN_DIR)
+        result = decode(backend, RUN_DIR, args.stop_rule)
         figures["ours"][backend] = result
         print(f"ours/{backend}: {result['sentences_per_second']:.1f} sentences/s "
               f"(first pass with compilation {result['first_pass_seconds']:.0f} s; "
               f"BLEU {result['tokenised_bleu']:.2f}, "
               f"{result['mean_output_tokens']:.1f} tokens/output)", flush=True)
     if not args.no_saved_model:
-        result = export_and_serve(RUN_DIR, SAVED)
+        result = export_and_serve(RUN_DIR, SAVED, args.stop_rule)
         figures["saved_model"] = result
         print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
               f"in batches of 64; single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "

@@ -23,6 +23,7 @@ def main(argv=None):
     parser.add_argument("run_dir")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--stop-rule", default="current", help="beam search's stop rule")
     args = parser.parse_args(argv)
     import keras
     import sacrebleu
@@ -34,7 +35,7 @@ def main(argv=None):
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de"), encoding="utf-8") as f:
         references = f.read().splitlines()
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
-                                     batch_size=args.batch_size)
+                                     batch_size=args.batch_size, stop_rule=args.stop_rule)
     start = time.perf_counter()
     translator.translate(sources)
     first = time.perf_counter() - start
@@ -45,6 +46,7 @@ def main(argv=None):
     bleu = sacrebleu.corpus_bleu(texts, [references], tokenize="none")
     result = {
         "backend": keras.backend.backend(),
+        "stop_rule": args.stop_rule,
         "sentences": len(sources),
         "seconds": round(seconds, 2),
         "sentences_per_second": round(len(sources) / seconds, 1),

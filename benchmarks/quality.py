@@ -89,7 +89,7 @@ def train(name, seed, work, settings):
     return run_dir
 
 
-def score(run_dir):
+def score(run_dir, stop_rule="current"):
     """Test2016 BLEU for every (beam, UNK replacement) setting of `SETTINGS`."""
     from keras_rnmt.evaluation import corpus_scores
     from keras_rnmt.translator import Translator
@@ -101,7 +101,8 @@ def score(run_dir):
         trained = json.load(f)
     rows = {}
     for beam, unk in SETTINGS:
-        translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk)
+        translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk,
+                                         stop_rule=stop_rule)
         outputs = translator(sources)
         tok = corpus_scores(outputs, tokenised, tokenized=True)
         detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
@@ -109,7 +110,7 @@ def score(run_dir):
             "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
             "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
         }
-    return {"run_dir": run_dir, "epochs_run": trained["epochs_run"],
+    return {"run_dir": run_dir, "stop_rule": stop_rule, "epochs_run": trained["epochs_run"],
             "training_seconds": trained["training_seconds"], "backend": trained["backend"],
             "parameters": trained["parameters"], "scores": rows}
 
@@ -155,6 +156,8 @@ def main(argv=None):
     parser.add_argument("--seeds-for", nargs="*", default=["bahdanau", "recurrent-k5"],
                         help="models trained with every seed of --seeds (the rest: the first)")
     parser.add_argument("--work", default=os.path.join(HERE, "work", "quality"))
+    parser.add_argument("--stop-rule", default="current", choices=["current", "bound"],
+                        help="beam search's stop rule for scoring (Translator's default: current)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="training overrides for every run (e.g. epochs=1)")
     args = parser.parse_args(argv)
@@ -167,7 +170,8 @@ def main(argv=None):
             results = json.load(f)
     for name in args.models:
         seeds = args.seeds if name in args.seeds_for else args.seeds[:1]
-        results[name] = [score(train(name, seed, args.work, args.set)) for seed in seeds]
+        results[name] = [score(train(name, seed, args.work, args.set), args.stop_rule)
+                         for seed in seeds]
         for result in results[name]:
             keep_record(result)
         print(table({name: results[name]}), flush=True)

@@ -139,8 +139,9 @@ def cmd_evaluate(args, _):
 def cmd_export(args, _):
     from keras_rnmt.export import main as export_main
 
-    export_main([args.run_dir, args.path] + (["--beam-size", str(args.beam_size)]
-                                             if args.beam_size else []))
+    export_main([args.run_dir, args.path]
+                + (["--beam-size", str(args.beam_size)] if args.beam_size else [])
+                + ["--stop-rule", args.stop_rule])
 
 
 def cmd_plot(args, _):
@@ -231,6 +232,8 @@ def build_parser():
     export.add_argument("run_dir")
     export.add_argument("path")
     export.add_argument("--beam-size", type=int, default=None)
+    export.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
+                        help="beam search's stop rule in the graph (see translate --help)")
     export.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="attention heatmap of a sentence, or training curves")
