@@ -12,8 +12,10 @@ class RNNEncoder(keras.layers.Layer):
 
     The annotation of word i is h_i = [→h_i; ←h_i] (Yang et al. Eq. 1-2); the annotations
     form the memory the decoder attends to. LSTM layers hold Keras `LSTM`/`Bidirectional`
-    weights but run `fused_lstm` (input projections outside the loop, both directions in
-    one loop); GRU layers run Keras' own loop. Sources are padded at the end.
+    weights; under TensorFlow and PyTorch they run `fused_lstm` (input projections outside
+    the loop, both directions in one loop: fewer, larger ops per step), under JAX Keras' own
+    loop, which XLA compiles as well or better (benchmarks/RESULTS.md). GRU layers run
+    Keras' loop everywhere. Sources are padded at the end.
 
     Args:
         vocabulary_size: int. Source vocabulary size (id 0 is padding).
@@ -90,7 +92,7 @@ class RNNEncoder(keras.layers.Layer):
         mask = ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            if self.cell == "lstm":
+            if self.cell == "lstm" and keras.backend.backend() != "jax":
                 outputs = self._fused(rnn, x, mask)
             else:
                 outputs = rnn(x, mask=mask, training=training)

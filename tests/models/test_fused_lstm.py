@@ -35,22 +35,27 @@ def test_lstm_update_golden_values():
 
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_encoder_matches_keras_layers(bidirectional):
-    """Same variables, same numbers as calling Keras' (Bidirectional) LSTM with the mask."""
+    """Same variables, same numbers as calling Keras' (Bidirectional) LSTM with the mask:
+    the fused path (TensorFlow, PyTorch) and the encoder's output (any backend)."""
     keras.utils.set_random_seed(1)
     encoder = RNNEncoder(50, 8, 6, num_layers=2, bidirectional=bidirectional)
     ids = padded_ids()
     memory, mask, final = encoder(ids)
-    x = encoder.embedding(ids)
     keep = ops.not_equal(ids, 0)
+    x = fused = encoder.embedding(ids)
     for rnn in encoder.rnns:
         outputs = rnn(x, mask=keep)
-        x = outputs[0]
-    expected_final = ops.concatenate(outputs[1:][::2], axis=-1)
+        fused_outputs = encoder._fused(rnn, fused, keep)
+        x, fused = outputs[0], fused_outputs[0]
     real = np.asarray(to_numpy(keep))[..., None]
-    np.testing.assert_allclose(to_numpy(memory) * real, to_numpy(x) * real, atol=1e-6)
-    np.testing.assert_allclose(to_numpy(final), to_numpy(expected_final), atol=1e-6)
-    # Padding positions are zeros (Keras' Bidirectional zeroes them too).
-    assert np.all(to_numpy(memory) * (1 - real) == 0)
+    expected_final = to_numpy(ops.concatenate(outputs[1:][::2], axis=-1))
+    for states, got in ((fused_outputs, fused), ((memory, None, final), memory)):
+        np.testing.assert_allclose(to_numpy(got) * real, to_numpy(x) * real, atol=1e-6)
+        got_final = states[2] if got is memory else ops.concatenate(states[1:][::2], -1)
+        np.testing.assert_allclose(to_numpy(got_final), expected_final, atol=1e-6)
+        # Padding positions are zeros (Keras' Bidirectional zeroes them too).
+        if bidirectional or got is fused:
+            assert np.all(to_numpy(got) * (1 - real) == 0)
     assert len(encoder.weights) == 1 + 2 * 3 * (2 if bidirectional else 1)
 
 
@@ -83,8 +88,8 @@ def test_encoder_gradients_match_keras_layers():
     keep = ops.not_equal(ids, 0)
 
     def fused_loss():
-        memory, _, final = encoder(ids)
-        return ops.sum(memory ** 2) + ops.sum(final ** 2)
+        outputs = encoder._fused(encoder.rnns[0], encoder.embedding(ids), keep)
+        return ops.sum(outputs[0] ** 2) + ops.sum(ops.concatenate(outputs[1::2], -1) ** 2)
 
     def keras_loss():
         outputs = encoder.rnns[0](encoder.embedding(ids), mask=keep)
