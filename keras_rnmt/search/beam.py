@@ -191,7 +191,7 @@ def _advance(carry, log_probs, model_state, attention, config):
     finished_tokens, finished_log_probs, finished_lengths, finished_attention, flags = kept
 
     # Retire the alive beams of sentences whose n_best-th finished score cannot be beaten
-    # ("bound": by any continuation up to the length limit; "current": at today's length).
+    # ("bound": by any continuation up to the length limit; "current": at its current length).
     horizon = limits if stop_rule == "bound" else ops.zeros_like(limits) + (t + 1)
     best_reachable = ops.max(alive_log_probs, axis=1) / beam_helpers.length_penalty(horizon, alpha)
     done = finished_scores[:, n_best - 1] >= best_reachable
