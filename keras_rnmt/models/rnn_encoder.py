@@ -3,19 +3,13 @@
 import keras
 from keras import ops
 
-from keras_rnmt.models.fused_lstm import fused_lstm
-
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class RNNEncoder(keras.layers.Layer):
     """Embed source ids and encode them with stacked, optionally bidirectional, RNNs.
 
     The annotation of word i is h_i = [→h_i; ←h_i] (Yang et al. Eq. 1-2); the annotations
-    form the memory the decoder attends to. LSTM layers hold Keras `LSTM`/`Bidirectional`
-    weights; under TensorFlow and PyTorch they run `fused_lstm` (input projections outside
-    the loop, both directions in one loop: fewer, larger ops per step), under JAX Keras' own
-    loop, which XLA compiles as well or better (benchmarks/RESULTS.md). GRU layers run
-    Keras' loop everywhere. Sources are padded at the end.
+    form the memory the decoder attends to.
 
     Args:
         vocabulary_size: int. Source vocabulary size (id 0 is padding).
@@ -92,10 +86,7 @@ class RNNEncoder(keras.layers.Layer):
         mask = ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            if self.cell == "lstm" and keras.backend.backend() != "jax":
-                outputs = self._fused(rnn, x, mask)
-            else:
-                outputs = rnn(x, mask=mask, training=training)
+            outputs = rnn(x, mask=mask, training=training)
             x = outputs[0]
             if i < self.num_layers - 1:
                 x = self.dropout_layer(x, training=training)
@@ -104,15 +95,6 @@ class RNNEncoder(keras.layers.Layer):
         per_direction = 2 if self.cell == "lstm" else 1
         final = ops.concatenate(states[::per_direction], axis=-1)
         return x, mask, final
-
-    def _fused(self, rnn, x, mask):
-        """`rnn(x, mask=mask)` of a Keras (bidirectional) LSTM layer, computed by `fused_lstm`."""
-        if self.bidirectional:
-            cells = [rnn.forward_layer.cell, rnn.backward_layer.cell]
-        else:
-            cells = [rnn.cell]
-        outputs, finals = fused_lstm(x, mask, cells)
-        return (outputs, *[state for final in finals for state in final])
 
     def compute_output_spec(self, source_ids, training=False):
         return encoder_output_spec(source_ids, self.output_dim, self.compute_dtype)
