@@ -57,3 +57,16 @@ def test_n_best_and_attention_rows(translator_parts):
     np.testing.assert_allclose(result.attention.sum(-1), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match=r"n_best \(4\) must be <= beam_size \(3\)"):
         translator.translate(["a"], n_best=4)
+
+
+def test_stop_rules_and_a_bad_one(translator_parts):
+    """Both stop rules translate every line; an unknown rule names the valid ones."""
+    model, source_tokenizer, target_tokenizer = translator_parts
+    lines = ["a b c", "", "c b a a b"]
+    for rule in ("current", "bound"):
+        translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3,
+                                stop_rule=rule)
+        outputs = translator(lines)
+        assert len(outputs) == 3 and outputs[1] == ""
+    with pytest.raises(ValueError, match="Unknown stop_rule 'exact'. Valid choices: 'bound'"):
+        Translator(model, source_tokenizer, target_tokenizer, stop_rule="exact")

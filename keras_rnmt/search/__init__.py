@@ -13,7 +13,6 @@ from keras_rnmt.search.beam import (
     beam_search_result,
     beam_search_start,
     check_stop_rule,
-    select_sentences,
 )
 from keras_rnmt.search.beam_helpers import (
     add_beam_dim,
@@ -26,6 +25,7 @@ from keras_rnmt.search.beam_helpers import (
 )
 from keras_rnmt.search.greedy import GreedyState, greedy_search
 from keras_rnmt.search.result import SearchResult
+from keras_rnmt.search.shrinking import select_sentences, shrinking_beam_search
 
 __all__ = [
     "STOP_RULES",
@@ -44,6 +44,7 @@ __all__ = [
     "greedy_search",
     "length_penalty",
     "select_sentences",
+    "shrinking_beam_search",
     "take_beams",
     "unflatten_beam_dim",
 ]

@@ -65,8 +65,8 @@ class BeamState(NamedTuple):
         source_mask: bool (B, S). True on real source positions (all True when not given).
         model_state: the step function's state, leaves (B * K, ...).
 
-    Every field but ``step`` is sentence-major, so `select_sentences` can drop finished
-    sentences between calls of `beam_search_continue`.
+    Every field but ``step`` is sentence-major, so `shrinking.select_sentences` can drop
+    finished sentences between calls of `beam_search_continue`.
     """
 
     step: Any
@@ -301,7 +301,7 @@ def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, 
                       coverage_penalty=0.0, source_mask=None, n_best=1, max_steps=None):
     """The `BeamState` before the first step (arguments as `beam_search`).
 
-    With `beam_search_continue` and `select_sentences` a caller can run the search in
+    With `beam_search_continue` and `shrinking.select_sentences` a caller can run it in
     chunks of steps and drop the sentences that are done in between (`Translator` does).
     """
     limits, steps = resolve_max_length(max_length, batch_size, max_steps)
@@ -385,21 +385,6 @@ def _has_attention(carry):
     # Without attention the buffers have a static 0 source positions; with it S is > 0, or
     # unknown (None) in a graph traced with a variable source length.
     return carry.alive_attention.shape[-1] != 0
-
-
-def select_sentences(carry, rows, beam_size):
-    """Keep sentences ``rows`` (int32 (B',)) of a `BeamState`, in that order.
-
-    Sentence-major fields are gathered on their first axis, the model state's (B * K, ...)
-    leaves on their sentence's K rows; ``step`` is shared.
-    """
-    rows = ops.cast(rows, "int32")
-    beam_rows = ops.reshape(rows[:, None] * beam_size + ops.arange(beam_size, dtype="int32"),
-                            (-1,))
-    fields = {name: ops.take(value, rows, axis=0)
-              for name, value in carry._asdict().items() if name not in ("step", "model_state")}
-    model_state = tree.map_structure(lambda x: ops.take(x, beam_rows, axis=0), carry.model_state)
-    return BeamState(step=carry.step, model_state=model_state, **fields)
 
 
 def _tile(initial_state, beam_size):

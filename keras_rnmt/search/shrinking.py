@@ -10,9 +10,9 @@ sentence runs the same steps from the same state; only the rows around it change
 """
 
 import numpy as np
-from keras import ops
+from keras import ops, tree
 
-from keras_rnmt.search.beam import NEG_INF, beam_search_result, select_sentences
+from keras_rnmt.search.beam import NEG_INF, BeamState, beam_search_result
 
 
 def shrinking_beam_search(start, advance, beam_size, chunk_steps=4, min_rows=8):
@@ -70,3 +70,18 @@ def _collect(carry, rows, take, outputs, batch):
         if out is not None:
             out[rows[where]] = field[where]
     return outputs
+
+
+def select_sentences(carry, rows, beam_size):
+    """Keep sentences ``rows`` (int32 (B',)) of a `BeamState`, in that order.
+
+    Sentence-major fields are gathered on their first axis, the model state's (B * K, ...)
+    leaves on their sentence's K rows; ``step`` is shared.
+    """
+    rows = ops.cast(rows, "int32")
+    beam_rows = ops.reshape(rows[:, None] * beam_size + ops.arange(beam_size, dtype="int32"),
+                            (-1,))
+    fields = {name: ops.take(value, rows, axis=0)
+              for name, value in carry._asdict().items() if name not in ("step", "model_state")}
+    model_state = tree.map_structure(lambda x: ops.take(x, beam_rows, axis=0), carry.model_state)
+    return BeamState(step=carry.step, model_state=model_state, **fields)
