@@ -44,7 +44,8 @@ def shrinking_beam_search(start, advance, beam_size, chunk_steps=4, min_rows=8):
         done = not alive.any() or until >= steps
         if not done and alive.sum() * 2 > len(rows):
             continue
-        outputs = _collect(carry, rows, ~alive if not done else rows >= 0, outputs, batch)
+        finished = np.ones_like(alive) if done else ~alive
+        outputs = _collect(carry, rows, finished, outputs, batch)
         if done:
             return outputs
         keep = np.flatnonzero(alive)
@@ -59,9 +60,8 @@ def shrinking_beam_search(start, advance, beam_size, chunk_steps=4, min_rows=8):
 def _collect(carry, rows, take, outputs, batch):
     """Copy the results of carry rows `take` into the (B, ...) output arrays."""
     result = beam_search_result(carry)
-    fields = [result.tokens, result.scores,
-              None if result.attention is None else result.attention]
-    fields = [None if f is None else ops.convert_to_numpy(f) for f in fields]
+    fields = [None if f is None else ops.convert_to_numpy(f)
+              for f in (result.tokens, result.scores, result.attention)]
     if outputs is None:
         outputs = [None if f is None else np.zeros((batch,) + f.shape[1:], f.dtype)
                    for f in fields]
