@@ -8,7 +8,7 @@
     keras-rnmt train recipes/multi30k.py --attention local-m|local-p --window 5
     keras-rnmt train recipes/multi30k.py --attention coverage
     keras-rnmt train recipes/multi30k.py --encoder-type self-attention
-    keras-rnmt train recipes/multi30k.py --model-type transformer
+    keras-rnmt train recipes/multi30k_transformer.py     # the Transformer comparison
     keras-rnmt train recipes/multi30k.py --optimizer paper-sgd --uniform-init 0.1 --epochs 12
 
 SB: lc.norm.tok files, word vocabulary min frequency 2, embeddings 256, bi-LSTM encoder

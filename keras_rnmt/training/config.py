@@ -39,6 +39,7 @@ class TrainConfig:
     steps_per_epoch: int = 0  # 0 = one pass over the training data
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)
     learning_rate: float = 0.0  # 0 = the optimizer's default (adam 1e-3, paper-sgd 0.7)
+    warmup_steps: int = 0  # > 0: linear warm-up to learning_rate, then 1/sqrt(step) decay
     clipnorm: float = 1.0  # global-norm gradient clipping (paper-sgd: 3)
     uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
     label_smoothing: float = 0.0  # cross-entropy label smoothing

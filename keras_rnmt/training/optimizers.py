@@ -5,6 +5,9 @@ import numpy as np
 from keras import ops
 
 OPTIMIZERS = ("adam", "sgd", "paper-sgd")
+# Layers whose scale and offset start at 1 and 0 by design; `uniform_initialize` leaves them.
+NORMALIZATION_LAYERS = (keras.layers.LayerNormalization, keras.layers.BatchNormalization,
+                        keras.layers.GroupNormalization, keras.layers.RMSNormalization)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
@@ -38,7 +41,37 @@ class HalvingSchedule(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-def get_optimizer(name, learning_rate=None, clipnorm=None, steps_per_epoch=None):
+@keras.saving.register_keras_serializable(package="keras_rnmt")
+class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up to `peak_learning_rate`, then inverse-square-root decay.
+
+    Vaswani et al. 2017 §5.3 with the peak given directly (JoeyNMT's
+    "warmupinversesquareroot"): with s = step + 1 and w = `warmup_steps`,
+    lr(s) = peak · min(s / w, sqrt(w / s)), so lr(w) = peak and lr(4w) = peak / 2.
+
+    Args:
+        peak_learning_rate: float.
+        warmup_steps: int > 0.
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps):
+        if warmup_steps <= 0:
+            raise ValueError(f"`warmup_steps` must be > 0. Received: {warmup_steps}")
+        self.peak_learning_rate = peak_learning_rate
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        s = ops.cast(step, "float32") + 1.0
+        w = float(self.warmup_steps)
+        return self.peak_learning_rate * ops.minimum(s / w, ops.sqrt(w / s))
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate,
+                "warmup_steps": self.warmup_steps}
+
+
+def get_optimizer(name, learning_rate=None, clipnorm=None, steps_per_epoch=None,
+                  warmup_steps=0):
     """Build an optimizer by name.
 
     Args:
@@ -48,25 +81,39 @@ def get_optimizer(name, learning_rate=None, clipnorm=None, steps_per_epoch=None)
         learning_rate: float or None for the optimizer's default above.
         clipnorm: float or None. Global-norm gradient clipping.
         steps_per_epoch: int. Needed by "paper-sgd".
+        warmup_steps: int. > 0: "adam" and "sgd" warm up linearly to `learning_rate` over
+            this many steps, then decay as 1/sqrt(step) (`WarmupSchedule`, the Transformer's
+            schedule). 0: a constant rate.
     """
-    if name == "adam":
-        return keras.optimizers.Adam(learning_rate or 1e-3, global_clipnorm=clipnorm)
-    if name == "sgd":
-        return keras.optimizers.SGD(learning_rate or 0.1, global_clipnorm=clipnorm)
-    if name == "paper-sgd":
-        if not steps_per_epoch:
-            raise ValueError("The 'paper-sgd' optimizer needs `steps_per_epoch`.")
-        schedule = HalvingSchedule(learning_rate or 0.7, steps_per_epoch, start_epoch=8)
-        return keras.optimizers.SGD(schedule, global_clipnorm=clipnorm or 3.0)
-    raise ValueError(f"Unknown optimizer {name!r}. Valid choices: {', '.join(OPTIMIZERS)}")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"Unknown optimizer {name!r}. Valid choices: {', '.join(OPTIMIZERS)}")
+    if warmup_steps and name == "paper-sgd":
+        raise ValueError("The 'paper-sgd' optimizer has its own schedule (halving after epoch "
+                         f"8); use warmup_steps=0 with it. Received: warmup_steps={warmup_steps}")
+    if name in ("adam", "sgd"):
+        rate = learning_rate or (1e-3 if name == "adam" else 0.1)
+        if warmup_steps:
+            rate = WarmupSchedule(rate, warmup_steps)
+        optimizer = keras.optimizers.Adam if name == "adam" else keras.optimizers.SGD
+        return optimizer(rate, global_clipnorm=clipnorm)
+    if not steps_per_epoch:
+        raise ValueError("The 'paper-sgd' optimizer needs `steps_per_epoch`.")
+    schedule = HalvingSchedule(learning_rate or 0.7, steps_per_epoch, start_epoch=8)
+    return keras.optimizers.SGD(schedule, global_clipnorm=clipnorm or 3.0)
 
 
 def uniform_initialize(model, scale=0.1, seed=0):
     """Re-initialise every weight uniformly in [-scale, scale] (Sutskever et al. 2014).
 
-    Call after the model is built, before training.
+    Call after the model is built, before training. Normalization layers
+    (`NORMALIZATION_LAYERS`, e.g. the Transformer's layer norms) keep their initial scale 1
+    and offset 0: drawn in ±scale, a scale would flip signs and shrink every activation.
     """
+    kept = {id(variable) for layer in model._flatten_layers(include_self=True)
+            if isinstance(layer, NORMALIZATION_LAYERS) for variable in layer.weights}
     rng = np.random.default_rng(seed)
     for variable in model.trainable_variables:
+        if id(variable) in kept:
+            continue
         shape = tuple(variable.shape)
         variable.assign(rng.uniform(-scale, scale, size=shape).astype(variable.dtype))

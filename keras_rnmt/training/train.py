@@ -125,7 +125,8 @@ def train_and_evaluate(config, run_dir):
             uniform_initialize(model, config.uniform_init, seed=config.seed)
         steps = config.steps_per_epoch or sum(1 for _ in train)
         optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
-                                  config.clipnorm or None, steps_per_epoch=steps)
+                                  config.clipnorm or None, steps_per_epoch=steps,
+                                  warmup_steps=config.warmup_steps)
         model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(config.label_smoothing),
                       metrics=[MaskedAccuracy()])
         model.summary(print_fn=lambda line, **_: print(line))

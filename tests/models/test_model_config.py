@@ -77,3 +77,15 @@ def test_multi30k_recipe_reaches_the_transformer_from_the_command_line():
     model = build_model(config.model.replace(source_vocab_size=50, target_vocab_size=60))
     assert isinstance(model, TransformerTranslationModel)
     assert model.config.embedding_dim == 16 and model.config.transformer_layers == 1
+
+
+def test_multi30k_transformer_recipe_is_sb_data_with_the_transformer_schedule():
+    sb = load_recipe(os.path.join(ROOT, "recipes", "multi30k.py")).config()
+    config = load_recipe(os.path.join(ROOT, "recipes", "multi30k_transformer.py")).config()
+    assert config.model.model_type == "transformer" and config.model.transformer_layers == 3
+    assert (config.warmup_steps, config.learning_rate, config.label_smoothing,
+            config.uniform_init) == (1000, 1e-3, 0.1, 0.0)
+    # Data, batches and widths are SB's.
+    for key in ("dataset", "variant", "min_frequency", "batch_size", "bucket_width"):
+        assert getattr(config, key) == getattr(sb, key), key
+    assert (config.model.embedding_dim, config.model.dropout) == (256, 0.2)
