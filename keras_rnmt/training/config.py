@@ -40,6 +40,8 @@ class TrainConfig:
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)
     learning_rate: float = 0.0  # 0 = the optimizer's default (adam 1e-3, paper-sgd 0.7)
     warmup_steps: int = 0  # > 0: linear warm-up to learning_rate, then 1/sqrt(step) decay
+    lr_decay: float = 0.0  # in (0, 1): multiply the rate by it on a validation plateau
+    lr_patience: int = 1  # lr_decay: epochs without validation improvement before each decay
     clipnorm: float = 1.0  # global-norm gradient clipping (paper-sgd: 3)
     uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
@@ -62,6 +64,15 @@ class TrainConfig:
         _check_choice("dtype_policy", self.dtype_policy, POLICIES)
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
         _check_choice("distribute", self.distribute, DISTRIBUTIONS)
+        if self.lr_decay and (self.warmup_steps or self.optimizer == "paper-sgd"):
+            raise ValueError(
+                "lr_decay (decay on a validation plateau) needs a constant learning rate; it "
+                "cannot be combined with warmup_steps or the 'paper-sgd' schedule. Received: "
+                f"lr_decay={self.lr_decay}, warmup_steps={self.warmup_steps}, "
+                f"optimizer={self.optimizer!r}"
+            )
+        if self.lr_decay and not 0.0 < self.lr_decay < 1.0:
+            raise ValueError(f"lr_decay must be in (0, 1) (0 = off). Received: {self.lr_decay}")
         if self.distribute == "data-parallel" and self.batch_by != "sentences":
             raise ValueError(
                 "distribute='data-parallel' needs batch_by='sentences': token-based batches "

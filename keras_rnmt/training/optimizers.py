@@ -102,6 +102,29 @@ def get_optimizer(name, learning_rate=None, clipnorm=None, steps_per_epoch=None,
     return keras.optimizers.SGD(schedule, global_clipnorm=clipnorm or 3.0)
 
 
+def plateau_decay(factor, patience=1, validation_bleu=True):
+    """Multiply the learning rate by `factor` after `patience` epochs without improvement.
+
+    JoeyNMT's and OpenNMT's "plateau" schedule, on validation BLEU (higher is better; list it
+    after `BleuCallback`, which logs `val_bleu`) or, with `validation_bleu=False`, on the
+    validation loss. Needs a constant-rate optimizer (no `WarmupSchedule` or paper-sgd).
+
+    Args:
+        factor: float in (0, 1), e.g. 0.5 to halve.
+        patience: int >= 0. Epochs without improvement before each decay.
+        validation_bleu: bool. Monitor `val_bleu` (True) or `val_loss`.
+
+    Returns:
+        A `keras.callbacks.ReduceLROnPlateau`.
+    """
+    if not 0.0 < factor < 1.0:
+        raise ValueError(f"The learning-rate decay factor must be in (0, 1). Received: {factor}")
+    return keras.callbacks.ReduceLROnPlateau(
+        monitor="val_bleu" if validation_bleu else "val_loss",
+        mode="max" if validation_bleu else "min", factor=factor, patience=patience,
+        min_delta=0.0, cooldown=0, verbose=1)
+
+
 def uniform_initialize(model, scale=0.1, seed=0):
     """Re-initialise every weight uniformly in [-scale, scale] (Sutskever et al. 2014).
 

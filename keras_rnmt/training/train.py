@@ -17,7 +17,7 @@ from keras_rnmt.training.callbacks import BleuCallback
 from keras_rnmt.training.distribution import distribution_scope
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
-from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
+from keras_rnmt.training.optimizers import get_optimizer, plateau_decay, uniform_initialize
 from keras_rnmt.translator import Translator
 
 
@@ -107,6 +107,9 @@ def train_and_evaluate(config, run_dir):
     else:
         callbacks.append(keras.callbacks.ModelCheckpoint(best_path, monitor="val_loss",
                                                          save_best_only=True))
+    if config.lr_decay:  # after BleuCallback, which logs the val_bleu it monitors
+        callbacks.append(plateau_decay(config.lr_decay, config.lr_patience,
+                                       validation_bleu=config.validation_bleu))
     if config.heatmap_sentences:
         callbacks.append(AttentionHeatmapCallback(
             lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1),

@@ -6,10 +6,12 @@ import pytest
 from keras import ops
 
 from keras_rnmt.models import ModelConfig, build_model
+from keras_rnmt.training.config import TrainConfig
 from keras_rnmt.training.optimizers import (
     HalvingSchedule,
     WarmupSchedule,
     get_optimizer,
+    plateau_decay,
     uniform_initialize,
 )
 
@@ -92,3 +94,51 @@ def test_uniform_initialize_keeps_layer_norms_at_one_and_zero():
         np.testing.assert_array_equal(ops.convert_to_numpy(layer.beta), 0.0)
     dense = model.decoder.output_layer.kernel
     assert 0.05 < np.abs(ops.convert_to_numpy(dense)).max() <= 0.1
+
+
+def _compiled_model(learning_rate):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse")
+    return model
+
+
+def _lr(model):
+    return float(ops.convert_to_numpy(model.optimizer.learning_rate))
+
+
+def test_plateau_decay_halves_the_rate_after_patience_epochs_without_bleu_gain():
+    model = _compiled_model(1e-3)
+    callback = plateau_decay(0.5, patience=2)
+    callback.set_model(model)
+    callback.on_train_begin()
+    rates = []
+    for epoch, bleu in enumerate([10.0, 12.0, 11.0, 12.0, 12.5, 12.0, 11.0, 9.0]):
+        callback.on_epoch_end(epoch, {"val_bleu": bleu})
+        rates.append(_lr(model))
+    # Epochs 2 and 3 do not beat 12.0: halved after epoch 3; 12.5 is a new best; epochs 5
+    # and 6 do not beat it: halved after epoch 6; epoch 7 is the first of the next wait.
+    np.testing.assert_allclose(rates, [1e-3] * 3 + [5e-4] * 3 + [2.5e-4] * 2, rtol=1e-6)
+
+
+def test_plateau_decay_on_validation_loss_when_bleu_is_off():
+    model = _compiled_model(1e-3)
+    callback = plateau_decay(0.1, patience=0, validation_bleu=False)
+    callback.set_model(model)
+    callback.on_train_begin()
+    callback.on_epoch_end(0, {"val_loss": 2.0})
+    callback.on_epoch_end(1, {"val_loss": 1.5})
+    assert _lr(model) == pytest.approx(1e-3)
+    callback.on_epoch_end(2, {"val_loss": 1.6})
+    assert _lr(model) == pytest.approx(1e-4)
+
+
+def test_plateau_decay_settings_are_checked():
+    with pytest.raises(ValueError, match=r"in \(0, 1\)"):
+        plateau_decay(1.5)
+    with pytest.raises(ValueError, match="constant learning rate"):
+        TrainConfig(lr_decay=0.5, warmup_steps=100)
+    with pytest.raises(ValueError, match="constant learning rate"):
+        TrainConfig(lr_decay=0.5, optimizer="paper-sgd")
+    with pytest.raises(ValueError, match=r"lr_decay must be in \(0, 1\)"):
+        TrainConfig(lr_decay=2.0)
+    assert TrainConfig(lr_decay=0.5, lr_patience=2).lr_patience == 2
