@@ -142,3 +142,13 @@ def test_plateau_decay_settings_are_checked():
     with pytest.raises(ValueError, match=r"lr_decay must be in \(0, 1\)"):
         TrainConfig(lr_decay=2.0)
     assert TrainConfig(lr_decay=0.5, lr_patience=2).lr_patience == 2
+
+
+def test_importing_the_package_registers_the_schedules_for_load_model():
+    # A process that loads a saved run (translate, export, scoring) imports only `keras_rnmt`.
+    import subprocess
+    import sys
+
+    code = ("import keras, keras_rnmt; from keras.saving import get_registered_object as get; "
+            "assert get('keras_rnmt>WarmupSchedule') and get('keras_rnmt>HalvingSchedule')")
+    subprocess.run([sys.executable, "-c", code], check=True)
