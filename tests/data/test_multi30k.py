@@ -52,7 +52,7 @@ def test_checksums_match_the_shared_files():
 @pytest.mark.multi30k
 def test_download_path_verifies_checksum(monkeypatch, tmp_path):
     """Files not found locally are fetched with `keras.utils.get_file` and checked."""
-    folder = pathlib.Path(multi30k_dir())
+    folder = pathlib.Path(multi30k_dir()).resolve()  # KERAS_RNMT_DATA may be relative
     monkeypatch.delenv("KERAS_RNMT_DATA", raising=False)
     remote = folder.as_uri() + "/"
     monkeypatch.setattr(multi30k_module, "BASE_URLS", {"tok": remote, "raw": remote})
