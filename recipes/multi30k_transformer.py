@@ -11,12 +11,13 @@ keras-hub's default initialisers (the paper's ±0.1 init is for the RNNs).
 """
 
 import os
-import runpy
+
+from keras_rnmt.cli import load_recipe
 
 
 def config():
-    sb = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi30k.py"))
-    return sb["config"]().override({
+    sb = load_recipe(os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi30k.py"))
+    return sb.config().override({
         "model_type": "transformer",
         "transformer_layers": 3,
         "num_heads": 4,
