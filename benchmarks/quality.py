@@ -79,13 +79,19 @@ def read(name):
     return read_lines(os.path.join(data_dir(), name))
 
 
-def train(name, seed, work, settings):
-    """Train (or resume) one run in a subprocess, so each starts from a fresh Keras state."""
-    run_dir = os.path.join(work, f"{name}-seed{seed}")
+def train(name, seed, work, settings, tag="", init_from=""):
+    """Train (or resume) one run in a subprocess, so each starts from a fresh Keras state.
+
+    The run is `WORK/NAME{tag}-seedS`; with `init_from`, it continues from the weights of
+    `init_from/NAME-seedS` (same model and seed, e.g. with a lower learning rate).
+    """
+    run_dir = os.path.join(work, f"{name}{tag}-seed{seed}")
     if os.path.exists(os.path.join(run_dir, "results.json")):
         return run_dir
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     overrides = MODELS[name] + [f"seed={seed}", f"data_dir={data_dir()}"] + list(settings)
+    if init_from:
+        overrides.append(f"init_from={os.path.join(init_from, f'{name}-seed{seed}')}")
     recipe = os.path.join(ROOT, "recipes", RECIPES.get(name, "multi30k.py"))
     command = [keras_rnmt, "train", recipe,
                "--run-dir", run_dir, *[f"--{item}" for item in overrides]]
@@ -104,6 +110,8 @@ def score(run_dir, stop_rule="current"):
     raw = read("test_2016_flickr.de.gz")
     with open(os.path.join(run_dir, "results.json")) as f:
         trained = json.load(f)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        init_from = json.load(f).get("init_from")
     rows = {}
     for beam, unk in SETTINGS:
         translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk,
@@ -115,9 +123,21 @@ def score(run_dir, stop_rule="current"):
             "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
             "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
         }
-    return {"run_dir": run_dir, "stop_rule": stop_rule, "epochs_run": trained["epochs_run"],
-            "training_seconds": trained["training_seconds"], "backend": trained["backend"],
+    # A continued run's cost includes the runs it started from.
+    return {"run_dir": run_dir, "stop_rule": stop_rule, **total_cost(run_dir),
+            "init_from": os.path.relpath(init_from, ROOT) if init_from else None, "backend": trained["backend"],
             "parameters": trained["parameters"], "scores": rows}
+
+
+def total_cost(run_dir):
+    """Epochs and training seconds of a run, including the runs it continued from."""
+    with open(os.path.join(run_dir, "results.json")) as f:
+        trained = json.load(f)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        init_from = json.load(f).get("init_from")
+    earlier = total_cost(init_from) if init_from else {"epochs_run": 0, "training_seconds": 0}
+    return {"epochs_run": trained["epochs_run"] + earlier["epochs_run"],
+            "training_seconds": trained["training_seconds"] + earlier["training_seconds"]}
 
 
 def keep_record(result):
@@ -165,9 +185,13 @@ def main(argv=None):
                         help="beam search's stop rule for scoring (Translator's default: current)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="training overrides for every run (e.g. epochs=1)")
+    parser.add_argument("--tag", default="",
+                        help="suffix of the run names (NAME{tag}-seedS), to keep other runs")
+    parser.add_argument("--init-from", default="",
+                        help="a work folder: continue each run from its NAME-seedS there")
     args = parser.parse_args(argv)
 
-    # Results of earlier invocations stay in the table; this one's replace theirs.
+    # Results of earlier invocations stay in the table; this one's runs replace theirs.
     summary = os.path.join(args.work, "quality.json")
     results = {}
     if os.path.exists(summary):
@@ -175,11 +199,17 @@ def main(argv=None):
             results = json.load(f)
     for name in args.models:
         seeds = args.seeds if name in args.seeds_for else args.seeds[:1]
-        results[name] = [score(train(name, seed, args.work, args.set), args.stop_rule)
-                         for seed in seeds]
-        for result in results[name]:
+        key = name + args.tag
+        new = [score(train(name, seed, args.work, args.set, args.tag, args.init_from),
+                     args.stop_rule)
+               for seed in seeds]
+        for result in new:
             keep_record(result)
-        print(table({name: results[name]}), flush=True)
+        # Seeds scored by earlier invocations stay, so each seed can have its own invocation.
+        scored = {r["run_dir"] for r in new}
+        results[key] = sorted([r for r in results.get(key, []) if r["run_dir"] not in scored]
+                              + new, key=lambda r: r["run_dir"])
+        print(table({key: results[key]}), flush=True)
     print("\nTest2016 BLEU, tokenised lowercased (tok:none) / detokenised (13a, case:lc):\n")
     print(table(results))
     signatures = next(iter(results.values()))[0]["scores"]["beam5"]

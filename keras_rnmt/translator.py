@@ -111,12 +111,12 @@ class Translator:
             raise ValueError(f"n_best ({n_best}) must be <= beam_size ({self.beam_size})")
         sentences = list(sentences)
         results = [None] * len(sentences)
-        encoded = {}
         for index, sentence in enumerate(sentences):
             if not sentence.strip():
                 results[index] = Translation("", 0.0, [], [], None)
-            else:
-                encoded[index] = self._encode(sentence)
+        nonempty = [i for i, result in enumerate(results) if result is None]
+        # One tokenizer call for all sentences: per sentence, it cost 15% of a beam-5 pass.
+        encoded = dict(zip(nonempty, self._encode_all([sentences[i] for i in nonempty])))
         order = sorted(encoded, key=lambda i: len(encoded[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
@@ -152,8 +152,14 @@ class Translator:
 
     # ------------------------------------------------------------------------------------
     def _encode(self, sentence):
-        ids = self.source_tokenizer.tokenize([sentence]).to_list()[0]
-        return ids + [self.source_tokenizer.eos_id]
+        return self._encode_all([sentence])[0]
+
+    def _encode_all(self, sentences):
+        """Source ids of every sentence, each followed by `</s>`."""
+        if not sentences:
+            return []
+        eos = self.source_tokenizer.eos_id
+        return [ids + [eos] for ids in self.source_tokenizer.tokenize(sentences).to_list()]
 
     def _translate_batch(self, batch_ids, batch_sentences, n_best):
         # Pad to a multiple of 8 so a few compiled search programs serve every batch.
@@ -165,8 +171,8 @@ class Translator:
         max_length = np.ceil(self.max_length_a * lengths + self.max_length_b).astype("int32")
         tokens, scores, attention = self._search(source, max_length, n_best)
         results = []
-        for row, sentence in enumerate(batch_sentences):
-            source_tokens = self._source_tokens(sentence, batch_ids[row])
+        all_source_tokens = self._source_tokens(batch_sentences, batch_ids)
+        for row, source_tokens in enumerate(all_source_tokens):
             hypotheses = [
                 self._hypothesis(tokens[row, k], scores[row, k],
                                  None if attention is None else attention[row, k],
@@ -178,14 +184,18 @@ class Translator:
             results.append(best)
         return results
 
-    def _source_tokens(self, sentence, ids):
-        words = None
+    def _source_tokens(self, sentences, batch_ids):
+        """The source tokens of every sentence (its words where they match its ids) + `</s>`."""
+        split = [None] * len(sentences)
         if hasattr(self.source_tokenizer, "split_words"):
-            words = [w.decode() if isinstance(w, bytes) else w
-                     for w in self.source_tokenizer.split_words([sentence]).to_list()[0]]
-        if words is None or len(words) != len(ids) - 1:
-            words = [self.source_tokenizer.id_to_token(i) for i in ids[:-1]]
-        return words + ["</s>"]
+            split = [[w.decode() if isinstance(w, bytes) else w for w in row]
+                     for row in self.source_tokenizer.split_words(list(sentences)).to_list()]
+        tokens = []
+        for words, ids in zip(split, batch_ids):
+            if words is None or len(words) != len(ids) - 1:
+                words = [self.source_tokenizer.id_to_token(i) for i in ids[:-1]]
+            tokens.append(words + ["</s>"])
+        return tokens
 
     def _hypothesis(self, ids, score, attention, source_tokens):
         ids = [int(i) for i in ids]

@@ -44,6 +44,7 @@ class TrainConfig:
     lr_patience: int = 1  # lr_decay: epochs without validation improvement before each decay
     clipnorm: float = 1.0  # global-norm gradient clipping (paper-sgd: 3)
     uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
+    init_from: str = ""  # a run directory: start from its best.keras weights (fine-tuning)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
     distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)

@@ -60,6 +60,32 @@ def prepare_data(config, run_dir=None):
     return splits, source_tokenizer, target_tokenizer
 
 
+def initialize_from_run(model, init_dir, source_tokenizer, target_tokenizer):
+    """Load the weights of `init_dir/best.keras` into `model` (continued training).
+
+    The earlier run must have the same architecture and the same vocabularies (its saved
+    tokenizers are compared with this run's, word for word): otherwise the embedding rows
+    would silently mean other words. Only weights are taken; the optimizer starts afresh
+    with this run's settings (e.g. a lower learning rate).
+    """
+    from keras_rnmt.data import load_tokenizer
+
+    weights = os.path.join(init_dir, "best.keras")
+    if not os.path.exists(weights):
+        raise FileNotFoundError(f"init_from: no best.keras in {init_dir!r}")
+    for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+        path = os.path.join(init_dir, f"{side}_tokenizer.json")
+        earlier = load_tokenizer(path).get_vocabulary()
+        if earlier != tokenizer.get_vocabulary():
+            raise ValueError(
+                f"init_from: the {side} vocabulary of {path} ({len(earlier)} entries) differs "
+                f"from this run's ({tokenizer.vocabulary_size()}); train on the same data with "
+                "the same tokenizer settings"
+            )
+    model.load_weights(weights)
+    print(f"initialised from {weights}")
+
+
 def train_and_evaluate(config, run_dir):
     """Train the model `config` describes and evaluate it on the test split.
 
@@ -126,6 +152,8 @@ def train_and_evaluate(config, run_dir):
         model = build_model(model_config)
         if config.uniform_init:
             uniform_initialize(model, config.uniform_init, seed=config.seed)
+        if config.init_from:
+            initialize_from_run(model, config.init_from, source_tokenizer, target_tokenizer)
         steps = config.steps_per_epoch or sum(1 for _ in train)
         optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
                                   config.clipnorm or None, steps_per_epoch=steps,

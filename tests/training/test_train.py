@@ -46,3 +46,51 @@ def test_plateau_decay_run_logs_its_learning_rate(tmp_path, small_splits):
     with open(tmp_path / "config.json") as f:
         assert json.load(f)["lr_decay"] == 0.5
     assert os.path.exists(tmp_path / "best.keras")
+
+
+def _toy_config(**overrides):
+    values = dict(
+        dataset="toy", toy_examples=256, min_frequency=1,
+        model=ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
+                          dropout=0.0),
+        batch_size=32, epochs=1, steps_per_epoch=2, learning_rate=1e-2, patience=0,
+        beam_size=1, heatmap_sentences=0)
+    return TrainConfig(**{**values, **overrides})
+
+
+def test_init_from_starts_from_the_earlier_runs_best_weights(tmp_path, small_splits, monkeypatch):
+    import keras
+    import numpy as np
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    train.train_and_evaluate(_toy_config(), str(first))
+    trained = keras.saving.load_model(first / "best.keras")
+    loaded = {}
+    initialize = train.initialize_from_run
+
+    def spy(model, *args):  # the weights right after initialisation, before any step
+        initialize(model, *args)
+        loaded["weights"] = [np.array(w) for w in model.get_weights()]
+
+    monkeypatch.setattr(train, "initialize_from_run", spy)
+    train.train_and_evaluate(_toy_config(init_from=str(first), learning_rate=1e-3),
+                             str(second))
+    for got, want in zip(loaded["weights"], trained.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, np.array(want))
+    with open(second / "config.json") as f:
+        assert json.load(f)["init_from"] == str(first)
+
+
+def test_init_from_rejects_another_vocabulary(tmp_path, small_splits):
+    first = tmp_path / "first"
+    train.train_and_evaluate(_toy_config(), str(first))
+    with pytest.raises(ValueError, match="source vocabulary .* differs from this run.s"):
+        # min_frequency 1000 leaves only the special tokens: another vocabulary
+        train.train_and_evaluate(_toy_config(init_from=str(first), min_frequency=1000),
+                                 str(tmp_path / "second"))
+
+
+def test_init_from_needs_a_trained_run(tmp_path, small_splits):
+    with pytest.raises(FileNotFoundError, match="no best.keras"):
+        train.train_and_evaluate(_toy_config(init_from=str(tmp_path / "missing")),
+                                 str(tmp_path / "second"))
