@@ -11,7 +11,8 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
    plain TensorFlow in a process that never imports keras_rnmt: batches of 64 raw strings
    in file order, and single-sentence latency (median, 95th percentile).
 4. JoeyNMT: `joeynmt_peer.train_one_epoch()` (the SB yaml, 460 updates; reused from
-   `train_throughput.py` when present) and its closing beam-5 decode of test2016.
+   `train_throughput.py` when present), then `joeynmt test` with its best checkpoint times
+   its beam-5 decode of test2016 in this run (`joeynmt_peer.decode_test()`).
 """
 
 import argparse
@@ -19,7 +20,7 @@ import os
 import subprocess
 import sys
 
-from sb import ROOT, data_dir, report, result_line
+from sb import ROOT, data_dir, report, result_line, worker_env
 from train_throughput import run_worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +29,7 @@ SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
 def decode(backend, run_dir, stop_rule):
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    env = worker_env(KERAS_BACKEND=backend)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
                               "--stop-rule", stop_rule],
                              env=env, capture_output=True, text=True, cwd=HERE)
@@ -80,9 +81,10 @@ def main(argv=None):
               f"in batches of 64; single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "
               f"p95 {result['latency_ms_p95']:.0f} ms", flush=True)
     if not args.no_joeynmt:
-        from joeynmt_peer import mean_output_tokens, train_one_epoch
+        from joeynmt_peer import decode_test, mean_output_tokens, train_one_epoch
 
-        run = train_one_epoch(reuse=not args.retrain)
+        train_one_epoch(reuse=not args.retrain)
+        run = decode_test()  # timed now, beside ours, not taken from the training run
         rate = 1000 / run["test_decode_seconds"]
         length = mean_output_tokens()
         figures["joeynmt"] = {"sentences_per_second": round(rate, 1),

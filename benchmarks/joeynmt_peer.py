@@ -4,6 +4,7 @@
     run = train_one_epoch()      # trains (or reuses) benchmarks/work/joeynmt, parses its log
     run["train_windows"]         # [(step, target tokens/s), ...] as JoeyNMT logs them
     run["test_decode_seconds"]   # its closing beam-5 decode of test2016
+    decode_test()["test_decode_seconds"]   # that checkpoint decoding test2016 again, now
 
 The config is `../shared/peer/joeynmt_sb.yaml` as given (460 updates of 64 sentences,
 about one epoch; beam 5, batch 64 at test time); only DATA_DIR and MODEL_DIR are filled in.
@@ -130,3 +131,24 @@ def train_one_epoch(work=WORK, reuse=True):
     result = parse_log(text)
     result.update(log=log_path, wall_seconds=round(wall, 1), reused=False)
     return result
+
+
+def decode_test(work=WORK):
+    """Decode val and test2016 again with the trained run's best checkpoint (`joeynmt test`).
+
+    Lets a benchmark time JoeyNMT's beam search in the same run as ours. Returns
+    `parse_log` figures of this decode (`test_decode_seconds`, `test_bleu`, ...) and `log`.
+    """
+    python = ensure_venv()
+    log_path = os.path.join(work, "test_again.log")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    with open(log_path, "w") as log:
+        process = subprocess.run([python, "-m", "joeynmt", "test", os.path.join(work, "sb.yaml"),
+                                  "--output-path", os.path.join(work, "test_again")],
+                                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
+    with open(log_path) as f:
+        text = f.read()
+    if process.returncode or "test_decode_seconds" not in parse_log(text):
+        raise SystemExit(f"joeynmt test failed (exit {process.returncode}); see {log_path}:\n"
+                         + text[-3000:])
+    return {**parse_log(text), "log": log_path}

@@ -25,6 +25,13 @@ def data_dir():
     return os.path.abspath(path)
 
 
+def worker_env(**variables):
+    """The environment for a worker process: `variables`, quiet TensorFlow logs and an
+    absolute KERAS_RNMT_DATA (workers run in another folder, where a relative one breaks)."""
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                KERAS_RNMT_DATA=os.path.dirname(data_dir()), **variables)
+
+
 def sb_config(**changes):
     """The SB `TrainConfig` (from recipes/multi30k.py) with optional config changes."""
     from keras_rnmt.cli import load_recipe

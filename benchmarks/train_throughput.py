@@ -16,14 +16,14 @@ import statistics
 import subprocess
 import sys
 
-from sb import matmul_peak, report, result_line
+from sb import matmul_peak, report, result_line, worker_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_worker(backend, steps, warmup, settings=(), extra=()):
     """Run `train_worker.py` under `backend`; returns its RESULT dict."""
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    env = worker_env(KERAS_BACKEND=backend)
     command = [sys.executable, os.path.join(HERE, "train_worker.py"), "--steps", str(steps),
                "--warmup", str(warmup), *extra]
     if settings:
