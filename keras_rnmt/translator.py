@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -83,6 +84,7 @@ class Translator:
         check_stop_rule(stop_rule)
         self.stop_rule = stop_rule
         self._compiled = {}
+        self._warned_no_attention = False
 
     @classmethod
     def from_run(cls, run_dir, model_file="best.keras", **kwargs):
@@ -170,6 +172,13 @@ class Translator:
         lengths = np.array([len(ids) for ids in batch_ids], dtype="int32")
         max_length = np.ceil(self.max_length_a * lengths + self.max_length_b).astype("int32")
         tokens, scores, attention = self._search(source, max_length, n_best)
+        if self.replace_unk and attention is None and not self._warned_no_attention:
+            self._warned_no_attention = True
+            warnings.warn(
+                f"replace_unk=True has no effect with {type(self.model).__name__} "
+                f"(attention={getattr(getattr(self.model, 'config', None), 'attention', None)!r}):"
+                " its search returns no attention weights to pick the source word from; "
+                "<unk> outputs are kept", stacklevel=3)
         results = []
         all_source_tokens = self._source_tokens(batch_sentences, batch_ids)
         for row, source_tokens in enumerate(all_source_tokens):

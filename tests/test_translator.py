@@ -70,3 +70,14 @@ def test_stop_rules_and_a_bad_one(translator_parts):
         assert len(outputs) == 3 and outputs[1] == ""
     with pytest.raises(ValueError, match="Unknown stop_rule 'exact'. Valid choices: 'bound'"):
         Translator(model, source_tokenizer, target_tokenizer, stop_rule="exact")
+
+
+def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
+    model, source_tokenizer, target_tokenizer = tiny_parts(attention="none")
+    plain = Translator(model, source_tokenizer, target_tokenizer, beam_size=2)
+    replacing = Translator(model, source_tokenizer, target_tokenizer, beam_size=2,
+                           replace_unk=True, batch_size=1)
+    with pytest.warns(UserWarning, match="replace_unk=True has no effect .*'none'") as caught:
+        outputs = replacing(SOURCES[:2])  # two batches, one warning
+    assert len([w for w in caught if "replace_unk" in str(w.message)]) == 1
+    assert outputs == plain(SOURCES[:2])
