@@ -37,7 +37,8 @@ MODELS = {
     "no-attention": ["attention=none"],
     "bahdanau": [],
     "luong-general": ["attention=general"],
-    "local-p": ["attention=local-p", "window=5"],
+    "local-p": ["attention=local-p", "window=10"],  # Luong et al.'s D
+    "local-p-d5": ["attention=local-p", "window=5"],
     "coverage": ["attention=coverage"],
     # Memory 128 (not the paper's 256, half the decoder): 1.33x Bahdanau's training time
     # instead of 1.75x (RESULTS.md §3).
