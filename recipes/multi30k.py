@@ -5,7 +5,7 @@
     keras-rnmt train recipes/multi30k.py --attention recurrent --window 0
     keras-rnmt train recipes/multi30k.py --attention none          # no attention (Collins)
     keras-rnmt train recipes/multi30k.py --attention dot|general|concat
-    keras-rnmt train recipes/multi30k.py --attention local-m|local-p --window 5
+    keras-rnmt train recipes/multi30k.py --attention local-m|local-p --window 10  # Luong's D
     keras-rnmt train recipes/multi30k.py --attention coverage
     keras-rnmt train recipes/multi30k.py --encoder-type self-attention
     keras-rnmt train recipes/multi30k_transformer.py     # the Transformer comparison

@@ -40,7 +40,7 @@ class ModelConfig:
     decoder_layers: int = 1  # stacked decoder RNN layers
     attention: str = "bahdanau"  # one of ATTENTIONS; "none" = Collins' encoder-decoder
     attention_units: int = 0  # hidden size of additive/concat scores; 0 = decoder_units
-    window: int = 5  # recurrent: k (window 2k+1); local: D (window 2D+1)
+    window: int = 5  # recurrent: k (window 2k+1); local: D (window 2D+1; Luong: 10)
     memory_units: int = 0  # recurrent attention dynamic memory size; 0 = attention_units // 2
     coverage: str = "neural"  # coverage attention: "neural" | "linguistic"
     attention_order: str = "luong"  # "luong": attend with s_j; "bahdanau": attend with s_{j-1}
