@@ -4,9 +4,13 @@
     python benchmarks/quality.py --models bahdanau recurrent-k5 --seeds 0 1 2
     python benchmarks/quality.py --models recurrent-k5 --work /tmp/q \
         --set epochs=1 steps_per_epoch=20 validation_sentences=64  # a smoke run, minutes
+    python benchmarks/quality.py --models bahdanau --seeds 0 --tag=-ft \
+        --init-from benchmarks/work/quality --set epochs=3 learning_rate=2.5e-4  # continue
 
 Each (model, seed) trains with `train_and_evaluate` (`recipes/multi30k.py`, early stopping on
-greedy validation BLEU, best model kept) into `WORK/NAME-seedS`. A killed run resumes from its
+greedy validation BLEU, best model kept) into `WORK/NAME-seedS` (`NAME{tag}-seedS` with
+`--tag`; `--init-from FOLDER` starts each run from the weights of `FOLDER/NAME-seedS`, and
+its epochs and training time then include that run's). A killed run resumes from its
 `backup/` when started again; a finished one (`results.json` present) is only re-scored.
 Scoring on the 1,000 test2016 sentences, for beam 5 and 12, each without and with UNK
 replacement (Yang et al. §3.3):
