@@ -81,3 +81,15 @@ def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
         outputs = replacing(SOURCES[:2])  # two batches, one warning
     assert len([w for w in caught if "replace_unk" in str(w.message)]) == 1
     assert outputs == plain(SOURCES[:2])
+
+
+def test_texts_detokenized_in_one_call_match_each_hypothesis_ids(translator_parts):
+    model, source_tokenizer, target_tokenizer = translator_parts
+    translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3)
+    results = translator.translate(SOURCES, n_best=2)
+    for result in results:
+        assert len(result.n_best) == 2 and result.n_best[0] is result
+        for hypothesis in result.n_best:
+            alone = target_tokenizer.detokenize(np.array([hypothesis.ids], "int32"))
+            alone = np.asarray(getattr(alone, "numpy", lambda: alone)()).reshape(-1)[0]
+            assert hypothesis.text == (alone.decode() if isinstance(alone, bytes) else alone)
