@@ -91,5 +91,4 @@ def test_texts_detokenized_in_one_call_match_each_hypothesis_ids(translator_part
         assert len(result.n_best) == 2 and result.n_best[0] is result
         for hypothesis in result.n_best:
             alone = target_tokenizer.detokenize(np.array([hypothesis.ids], "int32"))
-            alone = np.asarray(getattr(alone, "numpy", lambda: alone)()).reshape(-1)[0]
-            assert hypothesis.text == (alone.decode() if isinstance(alone, bytes) else alone)
+            assert hypothesis.text == alone.numpy().reshape(-1)[0].decode()
