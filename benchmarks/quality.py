@@ -96,7 +96,8 @@ def train(name, seed, work, settings, tag="", init_from=""):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     overrides = MODELS[name] + [f"seed={seed}", f"data_dir={data_dir()}"] + list(settings)
     if init_from:
-        overrides.append(f"init_from={os.path.join(init_from, f'{name}-seed{seed}')}")
+        earlier = os.path.abspath(os.path.join(init_from, f"{name}-seed{seed}"))
+        overrides.append(f"init_from={earlier}")
     recipe = os.path.join(ROOT, "recipes", RECIPES.get(name, "multi30k.py"))
     command = [keras_rnmt, "train", recipe,
                "--run-dir", run_dir, *[f"--{item}" for item in overrides]]
@@ -115,8 +116,6 @@ def score(run_dir, stop_rule="current"):
     raw = read("test_2016_flickr.de.gz")
     with open(os.path.join(run_dir, "results.json")) as f:
         trained = json.load(f)
-    with open(os.path.join(run_dir, "config.json")) as f:
-        init_from = json.load(f).get("init_from")
     rows = {}
     for beam, unk in SETTINGS:
         translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk,
@@ -129,20 +128,24 @@ def score(run_dir, stop_rule="current"):
             "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
         }
     # A continued run's cost includes the runs it started from.
-    return {"run_dir": run_dir, "stop_rule": stop_rule, **total_cost(run_dir),
-            "init_from": os.path.relpath(init_from, ROOT) if init_from else None, "backend": trained["backend"],
-            "parameters": trained["parameters"], "scores": rows}
+    cost = total_cost(run_dir)
+    return {"run_dir": run_dir, "stop_rule": stop_rule, **cost,
+            "backend": trained["backend"], "parameters": trained["parameters"], "scores": rows}
 
 
 def total_cost(run_dir):
-    """Epochs and training seconds of a run, including the runs it continued from."""
+    """Epochs and training seconds of a run, including the runs it continued from, and the
+    run it continued from (relative to the repository; None for a fresh run)."""
     with open(os.path.join(run_dir, "results.json")) as f:
         trained = json.load(f)
     with open(os.path.join(run_dir, "config.json")) as f:
         init_from = json.load(f).get("init_from")
+    if init_from:  # relative: to the repository (quality.py runs from its root)
+        init_from = os.path.join(ROOT, init_from)
     earlier = total_cost(init_from) if init_from else {"epochs_run": 0, "training_seconds": 0}
     return {"epochs_run": trained["epochs_run"] + earlier["epochs_run"],
-            "training_seconds": trained["training_seconds"] + earlier["training_seconds"]}
+            "training_seconds": trained["training_seconds"] + earlier["training_seconds"],
+            "init_from": os.path.relpath(init_from, ROOT) if init_from else None}
 
 
 def keep_record(result):
