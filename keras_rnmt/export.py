@@ -64,20 +64,30 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
                  coverage_penalty, max_length_a, max_length_b, max_output_length, stop_rule):
     import tensorflow as tf
 
-    from keras_rnmt.search import beam_search
+    from keras_rnmt.search import beam_search_continue, beam_search_start
+    from keras_rnmt.search.shrinking import graph_shrinking_beam_search
 
     bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
     buckets = step_buckets(max_output_length)
+    options = dict(beam_size=beam_size, bos_id=bos_id, coverage_penalty=coverage_penalty)
 
     def search(source, max_length, max_steps):
-        """Beam search on padded ids (B', S) -> (texts (B',), scores (B',))."""
-        result = beam_search(
-            model.search_step, model.search_state(source), batch_size=tf.shape(source)[0],
-            beam_size=beam_size, bos_id=bos_id, eos_id=eos_id, max_length=max_length,
-            length_penalty=length_penalty, coverage_penalty=coverage_penalty,
-            source_mask=tf.not_equal(source, 0), max_steps=max_steps, stop_rule=stop_rule,
-        )
-        return target_tokenizer.detokenize(result.tokens[:, 0]), result.scores[:, 0]
+        """Beam search on padded ids (B', S) -> (texts (B',), scores (B',)).
+
+        `beam_search`'s best hypotheses, in chunks of steps that shed the sentences
+        already done (as `Translator` does from Python).
+        """
+        state = model.search_state(source)
+        tokens, scores = graph_shrinking_beam_search(
+            lambda: beam_search_start(
+                model.search_step, state, batch_size=tf.shape(source)[0],
+                max_length=max_length, source_mask=tf.not_equal(source, 0),
+                max_steps=max_steps, **options),
+            lambda carry, until: beam_search_continue(
+                model.search_step, carry, eos_id=eos_id, length_penalty=length_penalty,
+                stop_rule=stop_rule, until=until, **options),
+            beam_size)
+        return target_tokenizer.detokenize(tokens), scores
 
     def translate(strings):
         """Non-blank strings (B',) -> (texts (B',), scores (B',))."""
