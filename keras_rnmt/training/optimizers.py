@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_rnmt.training.callbacks import resumed_best
+
 OPTIMIZERS = ("adam", "sgd", "paper-sgd")
 # Layers whose scale and offset start at 1 and 0 by design; `uniform_initialize` leaves them.
 NORMALIZATION_LAYERS = (keras.layers.LayerNormalization, keras.layers.BatchNormalization,
@@ -102,7 +104,7 @@ def get_optimizer(name, learning_rate=None, clipnorm=None, steps_per_epoch=None,
     return keras.optimizers.SGD(schedule, global_clipnorm=clipnorm or 3.0)
 
 
-def plateau_decay(factor, patience=1, validation_bleu=True):
+def plateau_decay(factor, patience=1, validation_bleu=True, best_path=None):
     """Multiply the learning rate by `factor` after `patience` epochs without improvement.
 
     JoeyNMT's and OpenNMT's "plateau" schedule, on validation BLEU (higher is better; list it
@@ -113,16 +115,46 @@ def plateau_decay(factor, patience=1, validation_bleu=True):
         factor: float in (0, 1), e.g. 0.5 to halve.
         patience: int >= 0. Epochs without improvement before each decay.
         validation_bleu: bool. Monitor `val_bleu` (True) or `val_loss`.
+        best_path: optional, `BleuCallback`'s `best_path`. When `BackupAndRestore` resumes
+            the run at a later epoch, the best BLEU and the epochs since it are read from
+            its record, so the decay goes on as if the run had not stopped (the rate itself
+            is an optimizer variable, restored with the weights).
 
     Returns:
         A `keras.callbacks.ReduceLROnPlateau`.
     """
     if not 0.0 < factor < 1.0:
         raise ValueError(f"The learning-rate decay factor must be in (0, 1). Received: {factor}")
-    return keras.callbacks.ReduceLROnPlateau(
+    return _PlateauDecay(
+        best_path if validation_bleu else None,
         monitor="val_bleu" if validation_bleu else "val_loss",
         mode="max" if validation_bleu else "min", factor=factor, patience=patience,
         min_delta=0.0, cooldown=0, verbose=1)
+
+
+class _PlateauDecay(keras.callbacks.ReduceLROnPlateau):
+    """`ReduceLROnPlateau` that takes its state back from `BleuCallback`'s record on resume."""
+
+    def __init__(self, best_path, **kwargs):
+        super().__init__(**kwargs)
+        self.best_path = best_path
+        self._resumed = False
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._resumed = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._resumed or self.best_path is None:
+            return
+        self._resumed = True
+        record = resumed_best(self.best_path, epoch)
+        if record is not None:
+            # With cooldown 0 the wait restarts after each decay: it is the epochs since
+            # the best one modulo the patience.
+            since = epoch - record["epoch"]
+            self.best = record["val_bleu"]
+            self.wait = since % self.patience if self.patience else 0
 
 
 def uniform_initialize(model, scale=0.1, seed=0):

@@ -135,7 +135,8 @@ def train_and_evaluate(config, run_dir):
                                                          save_best_only=True))
     if config.lr_decay:  # after BleuCallback, which logs the val_bleu it monitors
         callbacks.append(plateau_decay(config.lr_decay, config.lr_patience,
-                                       validation_bleu=config.validation_bleu))
+                                       validation_bleu=config.validation_bleu,
+                                       best_path=best_path))
     if config.heatmap_sentences:
         callbacks.append(AttentionHeatmapCallback(
             lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1),

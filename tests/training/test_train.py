@@ -4,6 +4,7 @@ import csv
 import json
 import os
 
+import numpy as np
 import pytest
 
 from keras_rnmt.models import ModelConfig
@@ -94,3 +95,41 @@ def test_init_from_needs_a_trained_run(tmp_path, small_splits):
     with pytest.raises(FileNotFoundError, match="no best.keras"):
         train.train_and_evaluate(_toy_config(init_from=str(tmp_path / "missing")),
                                  str(tmp_path / "second"))
+
+
+def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_splits, monkeypatch):
+    """Kill a run at the start of its third epoch, start it again: it resumes from
+    `backup/`, and the best model, its record and the logged rates are those of a run
+    that never stopped (every epoch's BLEU logged once)."""
+
+    class Killed(Exception):
+        pass
+
+    class KilledAtEpoch2(train.BleuCallback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 2:
+                raise Killed
+            super().on_epoch_begin(epoch, logs)
+
+    config = _toy_config(epochs=4, lr_decay=0.5, lr_patience=0)
+    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
+    with pytest.raises(Killed):
+        train.train_and_evaluate(config, str(tmp_path))
+    assert (tmp_path / "backup").exists()
+    monkeypatch.undo()
+    train.train_and_evaluate(config, str(tmp_path))
+    with open(tmp_path / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(row["epoch"]) for row in rows] == [0, 1, 2, 3]
+    bleus = [float(row["val_bleu"]) for row in rows]
+    with open(tmp_path / "best.json") as f:
+        record = json.load(f)
+    assert record["epoch"] == int(np.argmax(bleus)) + 1  # the first epoch with the top BLEU
+    expected, best, rate = [], float("-inf"), 1e-2
+    for bleu in bleus:
+        expected.append(rate)
+        if bleu > best:
+            best = bleu
+        else:
+            rate /= 2
+    assert [float(row["learning_rate"]) for row in rows] == pytest.approx(expected, rel=1e-6)
