@@ -179,7 +179,9 @@ def train_and_evaluate(config, run_dir):
         "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
         "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
         "beam_size": config.beam_size, "training_seconds": round(training_seconds, 1),
-        "epochs_run": len(history.history.get("loss", [])),
+        # Counting the epochs before a restart (`backup/`): training_seconds does not.
+        "epochs_run": history.epoch[-1] + 1 if history.epoch else _logged_epochs(run_dir),
+        "epochs_this_process": len(history.epoch),
         "backend": keras.backend.backend(), "parameters": best.count_params(),
         "replicas": replicas.num_replicas,
     }
@@ -188,3 +190,12 @@ def train_and_evaluate(config, run_dir):
     with open(os.path.join(run_dir, "test_hypotheses.txt"), "w", encoding="utf-8") as f:
         f.writelines(h + "\n" for h in hypotheses)
     return results
+
+
+def _logged_epochs(run_dir):
+    """Epochs in `log.csv`: a run resumed after its last epoch trains none itself."""
+    path = os.path.join(run_dir, "log.csv")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(1 for line in f) - 1

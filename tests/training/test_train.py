@@ -117,7 +117,8 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
         train.train_and_evaluate(config, str(tmp_path))
     assert (tmp_path / "backup").exists()
     monkeypatch.undo()
-    train.train_and_evaluate(config, str(tmp_path))
+    results = train.train_and_evaluate(config, str(tmp_path))
+    assert (results["epochs_run"], results["epochs_this_process"]) == (4, 2)
     with open(tmp_path / "log.csv") as f:
         rows = list(csv.DictReader(f))
     assert [int(row["epoch"]) for row in rows] == [0, 1, 2, 3]
