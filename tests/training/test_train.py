@@ -36,17 +36,23 @@ def test_plateau_decay_run_logs_its_learning_rate(tmp_path, small_splits):
     rates = [float(row["learning_rate"]) for row in rows]
     # Epoch e's row holds the rate epoch e trained with; it is halved after every epoch
     # whose BLEU does not beat all earlier ones (patience 0), kept otherwise.
-    expected, best, rate = [], float("-inf"), 1e-2
+    assert rates == pytest.approx(_halved_rates(bleus, 1e-2), rel=1e-6)
+    with open(tmp_path / "config.json") as f:
+        assert json.load(f)["lr_decay"] == 0.5
+    assert os.path.exists(tmp_path / "best.keras")
+
+
+def _halved_rates(bleus, rate):
+    """The rate of every epoch with patience 0: halved after each epoch whose BLEU does not
+    beat all earlier ones."""
+    expected, best = [], float("-inf")
     for bleu in bleus:
         expected.append(rate)
         if bleu > best:
             best = bleu
         else:
             rate /= 2
-    assert rates == pytest.approx(expected, rel=1e-6)
-    with open(tmp_path / "config.json") as f:
-        assert json.load(f)["lr_decay"] == 0.5
-    assert os.path.exists(tmp_path / "best.keras")
+    return expected
 
 
 def _toy_config(**overrides):
@@ -126,11 +132,5 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
     with open(tmp_path / "best.json") as f:
         record = json.load(f)
     assert record["epoch"] == int(np.argmax(bleus)) + 1  # the first epoch with the top BLEU
-    expected, best, rate = [], float("-inf"), 1e-2
-    for bleu in bleus:
-        expected.append(rate)
-        if bleu > best:
-            best = bleu
-        else:
-            rate /= 2
-    assert [float(row["learning_rate"]) for row in rows] == pytest.approx(expected, rel=1e-6)
+    assert [float(row["learning_rate"]) for row in rows] == pytest.approx(
+        _halved_rates(bleus, 1e-2), rel=1e-6)
