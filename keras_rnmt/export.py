@@ -145,8 +145,9 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
     with 0, limit each output to ceil(a·|source| + b) tokens (|source| counts `</s>`),
     run beam search over `model.search_step` (`beam_search`'s hypotheses, with finished
     sentences shed from the batch between chunks of steps:
-    `search.shrinking.graph_shrinking_beam_search`), detokenise the best hypothesis. Blank inputs give "" and score 0. Per-sentence limits above
-    `max_output_length` are clipped to it (`Translator` has no such cap).
+    `search.shrinking.graph_shrinking_beam_search`), detokenise the best hypothesis. Blank
+    inputs give "" and score 0. Per-sentence limits above `max_output_length` are clipped
+    to it (`Translator` has no such cap).
 
     Args:
         model: a `TranslationModel` (anything with `search_state`/`search_step`).
