@@ -134,3 +134,24 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
     assert record["epoch"] == int(np.argmax(bleus)) + 1  # the first epoch with the top BLEU
     assert [float(row["learning_rate"]) for row in rows] == pytest.approx(
         _halved_rates(bleus, 1e-2), rel=1e-6)
+
+
+def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, small_splits,
+                                                                    monkeypatch):
+    """Killed after the last epoch's backup, before the test decode: started again, it trains
+    no epoch itself and reports the epochs in its log."""
+
+    class Killed(Exception):
+        pass
+
+    class KilledAtTheEnd(train.BleuCallback):
+        def on_train_end(self, logs=None):
+            raise Killed  # before `BackupAndRestore` deletes `backup/`
+
+    config = _toy_config(epochs=2)
+    monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd)
+    with pytest.raises(Killed):
+        train.train_and_evaluate(config, str(tmp_path))
+    monkeypatch.undo()
+    results = train.train_and_evaluate(config, str(tmp_path))
+    assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
