@@ -6,10 +6,13 @@
         --set epochs=1 steps_per_epoch=20 validation_sentences=64  # a smoke run, minutes
     python benchmarks/quality.py --models bahdanau --seeds 0 --tag=-ft \
         --init-from benchmarks/work/quality --set epochs=3 learning_rate=2.5e-4  # continue
+    python benchmarks/quality.py --models bahdanau --tag=-plateau-cont --init-tag=-plateau \
+        --init-from benchmarks/work/quality --set learning_rate=1.25e-4  # continue a tagged run
 
 Each (model, seed) trains with `train_and_evaluate` (`recipes/multi30k.py`, early stopping on
 greedy validation BLEU, best model kept) into `WORK/NAME-seedS` (`NAME{tag}-seedS` with
-`--tag`; `--init-from FOLDER` starts each run from the weights of `FOLDER/NAME-seedS`, and
+`--tag`; `--init-from FOLDER` starts each run from the weights of `FOLDER/NAME-seedS`
+(`FOLDER/NAME{init-tag}-seedS` with `--init-tag`), and
 its epochs and training time then include that run's). A killed run resumes from its
 `backup/` when started again; a finished one (`results.json` present) is only re-scored.
 Scoring on the 1,000 test2016 sentences, for beam 5 and 12, each without and with UNK
@@ -84,11 +87,11 @@ def read(name):
     return read_lines(os.path.join(data_dir(), name))
 
 
-def train(name, seed, work, settings, tag="", init_from=""):
+def train(name, seed, work, settings, tag="", init_from="", init_tag=""):
     """Train (or resume) one run in a subprocess, so each starts from a fresh Keras state.
 
     The run is `WORK/NAME{tag}-seedS`; with `init_from`, it continues from the weights of
-    `init_from/NAME-seedS` (same model and seed, e.g. with a lower learning rate).
+    `init_from/NAME{init_tag}-seedS` (same model and seed, e.g. with a lower learning rate).
     """
     run_dir = os.path.join(work, f"{name}{tag}-seed{seed}")
     if os.path.exists(os.path.join(run_dir, "results.json")):
@@ -96,7 +99,7 @@ def train(name, seed, work, settings, tag="", init_from=""):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     overrides = MODELS[name] + [f"seed={seed}", f"data_dir={data_dir()}"] + list(settings)
     if init_from:
-        earlier = os.path.abspath(os.path.join(init_from, f"{name}-seed{seed}"))
+        earlier = os.path.abspath(os.path.join(init_from, f"{name}{init_tag}-seed{seed}"))
         overrides.append(f"init_from={earlier}")
     recipe = os.path.join(ROOT, "recipes", RECIPES.get(name, "multi30k.py"))
     command = [keras_rnmt, "train", recipe,
@@ -197,6 +200,8 @@ def main(argv=None):
                         help="suffix of the run names (NAME{tag}-seedS), to keep other runs")
     parser.add_argument("--init-from", default="",
                         help="a work folder: continue each run from its NAME-seedS there")
+    parser.add_argument("--init-tag", default="",
+                        help="with --init-from: continue from NAME{init-tag}-seedS instead")
     args = parser.parse_args(argv)
 
     # Results of earlier invocations stay in the table; this one's runs replace theirs.
@@ -208,7 +213,8 @@ def main(argv=None):
     for name in args.models:
         seeds = args.seeds if name in args.seeds_for else args.seeds[:1]
         key = name + args.tag
-        new = [score(train(name, seed, args.work, args.set, args.tag, args.init_from),
+        new = [score(train(name, seed, args.work, args.set, args.tag, args.init_from,
+                           args.init_tag),
                      args.stop_rule)
                for seed in seeds]
         for result in new:
