@@ -70,6 +70,9 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
     bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
     buckets = step_buckets(max_output_length)
     options = dict(beam_size=beam_size, bos_id=bos_id, coverage_penalty=coverage_penalty)
+    # Only the tokens are served: the attention history is carried only for the coverage
+    # penalty (at T = 256 its buffers cost more memory traffic per step than the model).
+    keep_attention = coverage_penalty > 0
 
     def search(source, max_length, max_steps):
         """Beam search on padded ids (B', S) -> (texts (B',), scores (B',)).
@@ -82,7 +85,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
             lambda: beam_search_start(
                 model.search_step, state, batch_size=tf.shape(source)[0],
                 max_length=max_length, source_mask=tf.not_equal(source, 0),
-                max_steps=max_steps, **options),
+                max_steps=max_steps, keep_attention=keep_attention, **options),
             lambda carry, until: beam_search_continue(
                 model.search_step, carry, eos_id=eos_id, length_penalty=length_penalty,
                 stop_rule=stop_rule, until=until, **options),

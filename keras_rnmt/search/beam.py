@@ -229,6 +229,7 @@ def beam_search(
     n_best=1,
     max_steps=None,
     stop_rule="current",
+    keep_attention=True,
 ):
     """Find the ``n_best`` best translations of every sentence with batched beam search.
 
@@ -263,6 +264,10 @@ def beam_search(
             beats its n_best-th finished score at the beam's current length (the common
             heuristic: on Multi30k it searches less and scores higher), "bound" once none
             can beat it by any continuation within its length limit (exact search).
+        keep_attention: bool. Carry every hypothesis' attention history (B, K, T, S) and
+            return it. Defaults to True. False saves rewriting those buffers at every step
+            (what a caller that only needs the tokens wants, e.g. the SavedModel); the
+            result's attention is then ``None``. Needs ``coverage_penalty=0``.
 
     Returns:
         `SearchResult` with tokens (B, n_best, T), scores (B, n_best) sorted best first,
@@ -287,7 +292,7 @@ def beam_search(
     carry = beam_search_start(
         step_fn, initial_state, batch_size=batch_size, beam_size=beam_size, bos_id=bos_id,
         max_length=max_length, coverage_penalty=coverage_penalty, source_mask=source_mask,
-        n_best=n_best, max_steps=max_steps,
+        n_best=n_best, max_steps=max_steps, keep_attention=keep_attention,
     )
     carry = beam_search_continue(
         step_fn, carry, beam_size=beam_size, bos_id=bos_id, eos_id=eos_id,
@@ -298,7 +303,8 @@ def beam_search(
 
 
 def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, max_length,
-                      coverage_penalty=0.0, source_mask=None, n_best=1, max_steps=None):
+                      coverage_penalty=0.0, source_mask=None, n_best=1, max_steps=None,
+                      keep_attention=True):
     """The `BeamState` before the first step (arguments as `beam_search`).
 
     With `beam_search_continue` and `shrinking.select_sentences` a caller can run it in
@@ -313,6 +319,14 @@ def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, 
             f"coverage_penalty={coverage_penalty} needs attention, but step_fn returned "
             "attention=None"
         )
+    if not keep_attention:
+        if coverage_penalty > 0:
+            raise ValueError(
+                f"coverage_penalty={coverage_penalty} needs the attention history; "
+                "pass keep_attention=True"
+            )
+        # Buffers with 0 source positions, as for a model without attention.
+        has_attention, source_length = False, 0
     if source_mask is None or not has_attention:
         source_mask = ops.ones((batch_size, source_length), dtype="bool")
     beams = (batch_size, beam_size)
@@ -360,9 +374,13 @@ def beam_search_continue(step_fn, carry, *, beam_size, bos_id, eos_id, length_pe
     def body(carry):
         previous = read_step(flatten_beam_dim(carry.alive_tokens), carry.step - 1)
         previous = ops.where(carry.step == 0, bos_id, previous)
+        # Without a history to write (no attention, or keep_attention=False) any attention
+        # the step gives is dropped.
         log_probs, model_state, attention, _ = call_step(
-            step_fn, previous, carry.model_state, expect_attention=has_attention
+            step_fn, previous, carry.model_state, expect_attention=has_attention or None
         )
+        if not has_attention:
+            attention = ops.zeros((ops.shape(log_probs)[0], 0), dtype="float32")
         return (_advance(carry, log_probs, model_state, attention, config),)
 
     (carry,) = ops.while_loop(cond, body, (carry,))

@@ -121,6 +121,16 @@ def test_scripted_hypotheses_and_length_penalty_ranking(beam_size, alpha, n_best
         )
 
 
+@pytest.mark.parametrize("beam_size, alpha", [(2, 0.0), (3, 1.0)])
+def test_without_the_attention_history_the_hypotheses_are_the_same(beam_size, alpha):
+    kept = run_script(beam_size, beam_size, length_penalty=alpha)
+    dropped = run_script(beam_size, beam_size, length_penalty=alpha, keep_attention=False)
+    assert dropped.attention is None
+    for field in ("tokens", "scores", "log_probs", "lengths"):
+        np.testing.assert_array_equal(to_numpy(getattr(dropped, field)),
+                                      to_numpy(getattr(kept, field)))
+
+
 def test_coverage_penalty_changes_the_ranking():
     """Beam 2, alpha = 0, beta = 0.5; source word 3 is padding in sentence 0 only.
 
@@ -275,3 +285,7 @@ def test_argument_errors_name_the_arguments():
         beam_search(step, state, beam_size=2, stop_rule="exact", **common)
     with pytest.raises(ValueError, match=r"coverage_penalty=0.2 needs attention"):
         beam_search(step, state, beam_size=2, coverage_penalty=0.2, **common)
+    attending = table_step(SCRIPT_TABLE, SCRIPT_ATTENTION)
+    with pytest.raises(ValueError, match=r"coverage_penalty=0.2 needs the attention history"):
+        beam_search(attending, state, beam_size=2, coverage_penalty=0.2, keep_attention=False,
+                    **common)
