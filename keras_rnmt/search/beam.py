@@ -42,6 +42,7 @@ from keras_rnmt.search.beam_helpers import (
     unflatten_beam_dim,
 )
 from keras_rnmt.search.result import SearchResult
+from keras_rnmt.search.top_k import beam_top_k
 
 
 class BeamState(NamedTuple):
@@ -132,16 +133,22 @@ def _advance(carry, log_probs, model_state, attention, config):
     log_probs = unflatten_beam_dim(log_probs, batch_size, beam_size)  # B x K x V
     attention = unflatten_beam_dim(attention, batch_size, beam_size)  # B x K x S
 
-    # A sentence at its length limit may only emit </s>.
-    at_limit = (t >= limits - 1)[:, None, None]
-    not_eos = (ops.arange(vocab_size, dtype="int32") != eos_id)[None, None, :]
-    log_probs = ops.where(ops.logical_and(at_limit, not_eos), NEG_INF, log_probs)
-
     # Top 2K expansions by raw log-probability.
-    scores = ops.reshape(carry.alive_log_probs[:, :, None] + log_probs, (batch_size, -1))
     num_candidates = min(2 * beam_size, beam_size * vocab_size)
-    candidate_log_probs, flat_index = ops.top_k(scores, k=num_candidates, sorted=True)
-    flat_index = ops.cast(flat_index, "int32")
+    candidate_log_probs, flat_index = beam_top_k(carry.alive_log_probs, log_probs, num_candidates)
+    # A sentence at its length limit may only emit </s>: its candidates are its beams' </s>
+    # expansions, best first, then empty slots.
+    eos_log_probs, eos_beam = ops.top_k(carry.alive_log_probs + log_probs[:, :, eos_id],
+                                        k=beam_size, sorted=True)  # B x K
+    empty = num_candidates - beam_size
+    eos_log_probs = ops.concatenate(
+        [eos_log_probs, ops.full((batch_size, empty), NEG_INF, dtype="float32")], axis=1)
+    eos_index = ops.concatenate(
+        [ops.cast(eos_beam, "int32") * vocab_size + eos_id,
+         ops.zeros((batch_size, empty), dtype="int32")], axis=1)
+    at_limit = (t >= limits - 1)[:, None]
+    candidate_log_probs = ops.where(at_limit, eos_log_probs, candidate_log_probs)
+    flat_index = ops.where(at_limit, eos_index, flat_index)
     candidate_beam = flat_index // vocab_size  # B x 2K
     candidate_token = flat_index % vocab_size  # B x 2K
     candidate_tokens = write_step(
