@@ -9,7 +9,8 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
    compiling pass, then a timed pass (sentences/s).
 3. `keras-rnmt export` to `saved_models/bench_epoch1`, then `serve_worker.py` times it with
    plain TensorFlow in a process that never imports keras_rnmt: batches of 64 raw strings
-   in file order, and single-sentence latency (median, 95th percentile).
+   in file order, then in batches of similar length (a client that sorts its requests),
+   and single-sentence latency (median, 95th percentile).
 4. JoeyNMT: `joeynmt_peer.train_one_epoch()` (the SB yaml, 460 updates; reused from
    `train_throughput.py` when present), then `joeynmt test` with its best checkpoint times
    its beam-5 decode of test2016 in this run (`joeynmt_peer.decode_test()`).
@@ -78,7 +79,9 @@ def main(argv=None):
         result = export_and_serve(RUN_DIR, SAVED, args.stop_rule)
         figures["saved_model"] = result
         print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
-              f"in batches of 64; single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "
+              f"in batches of 64 ({result['length_sorted_sentences_per_second']:.1f} in "
+              f"batches of similar length, same outputs: "
+              f"{result['length_sorted_outputs_equal']}); single-sentence latency p50 {result['latency_ms_p50']:.0f} ms, "
               f"p95 {result['latency_ms_p95']:.0f} ms", flush=True)
     if not args.no_joeynmt:
         from joeynmt_peer import decode_test, mean_output_tokens, train_one_epoch

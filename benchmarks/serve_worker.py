@@ -3,7 +3,9 @@
     python benchmarks/serve_worker.py saved_models/bench_epoch1 DATA_DIR
 
 Batch throughput: test2016 in file order, 64 raw strings per call, one untimed pass first
-(tracing), then a timed pass. Latency: the first 200 sentences one per call (after 10
+(tracing), then a timed pass; then a timed pass in batches of similar length, as a client
+that sorts its requests would send them (what `Translator` does; the outputs must be those of
+the file-order pass). Latency: the first 200 sentences one per call (after 10
 warm-up calls), median and 95th percentile. Prints one `RESULT {json}` line.
 """
 
@@ -23,11 +25,14 @@ def main(path, data):
     with open(os.path.join(data, "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
         sources = f.read().splitlines()
 
-    def run_batches():
-        outputs = []
-        for i in range(0, len(sources), 64):
-            result = serve(inputs=tf.constant(sources[i:i + 64]))
-            outputs += [t.decode("utf-8") for t in result["translations"].numpy()]
+    def run_batches(order=None):
+        outputs = [None] * len(sources)
+        order = list(range(len(sources)) if order is None else order)
+        for i in range(0, len(order), 64):
+            rows = order[i:i + 64]
+            result = serve(inputs=tf.constant([sources[row] for row in rows]))
+            for row, text in zip(rows, result["translations"].numpy(), strict=True):
+                outputs[row] = text.decode("utf-8")
         return outputs
 
     start = time.perf_counter()
@@ -36,6 +41,11 @@ def main(path, data):
     start = time.perf_counter()
     outputs = run_batches()
     seconds = time.perf_counter() - start
+    by_length = sorted(range(len(sources)), key=lambda row: len(sources[row].split()))
+    run_batches(by_length)  # traces the shapes that sorted batches bring
+    start = time.perf_counter()
+    sorted_outputs = run_batches(by_length)
+    sorted_seconds = time.perf_counter() - start
     for sentence in sources[:10]:
         serve(inputs=tf.constant([sentence]))
     latencies = []
@@ -48,6 +58,8 @@ def main(path, data):
         "seconds": round(seconds, 2),
         "sentences_per_second": round(len(sources) / seconds, 1),
         "first_pass_seconds": round(first, 1),
+        "length_sorted_sentences_per_second": round(len(sources) / sorted_seconds, 1),
+        "length_sorted_outputs_equal": sorted_outputs == outputs,
         "latency_ms_p50": round(1000 * float(np.percentile(latencies, 50)), 1),
         "latency_ms_p95": round(1000 * float(np.percentile(latencies, 95)), 1),
         "keras_rnmt_imported": "keras_rnmt" in sys.modules,
