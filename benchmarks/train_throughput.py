@@ -2,12 +2,15 @@
 
     python benchmarks/train_throughput.py                    # everything (about 40 min here)
     python benchmarks/train_throughput.py --backends jax --no-joeynmt --steps 50
+    python benchmarks/train_throughput.py --backends tensorflow tensorflow:mixed_bfloat16
 
 Prints target tokens/s per backend (`train_worker.py`: 200 timed `model.fit` steps after 20
 warm-up steps, every batch shape compiled first), JoeyNMT's own "Tokens per Sec" (mean of
 its 50-step log windows after the first, from `joeynmt_peer.py`), the ratio ours/JoeyNMT,
 and our achieved FLOP/s as a fraction of the numpy float32 2048x2048 matmul peak measured
 by this script. Run it on a quiet machine: the processes run one after the other.
+A backend written `BACKEND:POLICY` trains under that Keras dtype policy (`mixed_bfloat16`,
+`mixed_float16`); FLOP/s are counted the same way whatever the precision.
 """
 
 import argparse
@@ -42,7 +45,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"],
+                        help="BACKEND or BACKEND:DTYPE_POLICY (e.g. torch:mixed_bfloat16)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="SB overrides for our model (e.g. bucket_width=8)")
     parser.add_argument("--no-joeynmt", action="store_true", help="skip the peer")
@@ -55,7 +59,9 @@ def main(argv=None):
     print(f"numpy float32 matmul peak (2048x2048): {peak / 1e9:.1f} GFLOP/s", flush=True)
     figures = {"matmul_peak_gflop_per_second": round(peak / 1e9, 1), "ours": {}}
     for backend in args.backends:
-        result = run_worker(backend, args.steps, args.warmup, args.set)
+        name, _, policy = backend.partition(":")
+        settings = list(args.set) + ([f"dtype_policy={policy}"] if policy else [])
+        result = run_worker(name, args.steps, args.warmup, settings)
         result["fraction_of_peak"] = round(result["gflop_per_second"] * 1e9 / peak, 3)
         figures["ours"][backend] = result
         print(f"ours/{backend}: {result['target_tokens_per_second']:.0f} target tok/s, "

@@ -1,0 +1,76 @@
+"""float32 vs bfloat16 matmul speed per backend on this CPU, at SB's shapes.
+
+    python benchmarks/matmul_precision.py        # about a minute
+
+For each backend (a subprocess with its `KERAS_BACKEND`) and each shape: the numpy-style
+2048x2048 peak shape, the decoder LSTM's per-step matmul in training (64 x 1280 by
+1280 x 2048) and the vocabulary projection of a training batch (960 x 512 by 512 x 7936),
+the best of 3 × 20 compiled calls (tf.function, jax.jit, eager torch), in GFLOP/s.
+Mixed precision pays off on a backend only where its bfloat16 matmul beats float32.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+SHAPES = ((2048, 2048, 2048), (64, 1280, 2048), (960, 512, 7936))
+
+
+def measure():
+    """In a worker: GFLOP/s of each shape in float32 and bfloat16 for KERAS_BACKEND."""
+    import keras
+    from keras import ops
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        matmul = tf.function(lambda a, b: tf.matmul(a, b))
+    elif backend == "jax":
+        import jax
+
+        matmul = jax.jit(lambda a, b: a @ b)
+    else:
+        matmul = ops.matmul
+    figures = {}
+    for m, k, n in SHAPES:
+        for dtype in ("float32", "bfloat16"):
+            a = ops.cast(keras.random.normal((m, k)), dtype)
+            b = ops.cast(keras.random.normal((k, n)), dtype)
+            ops.convert_to_numpy(ops.cast(matmul(a, b), "float32"))
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                for _ in range(20):
+                    result = matmul(a, b)
+                ops.convert_to_numpy(ops.cast(result[:1, :1], "float32"))
+                best = min(best, (time.perf_counter() - start) / 20)
+            figures[f"{m}x{k}x{n} {dtype}"] = round(2 * m * k * n / best / 1e9, 1)
+    print("RESULT " + json.dumps(figures), flush=True)
+
+
+def main():
+    from sb import matmul_peak
+
+    print(f"numpy float32 2048x2048: {matmul_peak() / 1e9:.0f} GFLOP/s")
+    for backend in ("tensorflow", "jax", "torch"):
+        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+        process = subprocess.run([sys.executable, __file__, "--worker"], env=env,
+                                 capture_output=True, text=True)
+        lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+        if not lines:
+            raise SystemExit(f"{backend} worker failed:\n{process.stderr[-3000:]}")
+        figures = json.loads(lines[-1][len("RESULT "):])
+        for m, k, n in SHAPES:
+            f32, bf16 = figures[f"{m}x{k}x{n} float32"], figures[f"{m}x{k}x{n} bfloat16"]
+            print(f"{backend:10s} {m}x{k} by {k}x{n}: float32 {f32:.0f}, bfloat16 {bf16:.0f} "
+                  f"GFLOP/s ({bf16 / f32:.2f}x)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--worker"]:
+        measure()
+    else:
+        main()
