@@ -24,6 +24,9 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--stop-rule", default="current", help="beam search's stop rule")
+    parser.add_argument("--dtype-policy", default="",
+                        help="the Keras dtype policy to load the model under (e.g. "
+                             "mixed_bfloat16; default: float32)")
     args = parser.parse_args(argv)
     import keras
     import sacrebleu
@@ -34,6 +37,8 @@ def main(argv=None):
         sources = f.read().splitlines()
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de"), encoding="utf-8") as f:
         references = f.read().splitlines()
+    if args.dtype_policy:  # a TranslationModel is rebuilt under the global policy
+        keras.config.set_dtype_policy(args.dtype_policy)
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      batch_size=args.batch_size, stop_rule=args.stop_rule)
     start = time.perf_counter()
@@ -46,6 +51,7 @@ def main(argv=None):
     bleu = sacrebleu.corpus_bleu(texts, [references], tokenize="none")
     result = {
         "backend": keras.backend.backend(),
+        "dtype_policy": translator.model.dtype_policy.name,
         "stop_rule": args.stop_rule,
         "sentences": len(sources),
         "seconds": round(seconds, 2),

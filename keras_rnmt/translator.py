@@ -44,6 +44,19 @@ class Translation:
     ids: list = dataclasses.field(default_factory=list)
 
 
+def _load_model(path, dtype_policy=None):
+    """`keras.saving.load_model(path)`, its layers built under `dtype_policy` if given (a
+    `TranslationModel` rebuilds its layers from its config under the global policy)."""
+    if dtype_policy is None:
+        return keras.saving.load_model(path)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy)  # a ValueError names the valid policies
+    try:
+        return keras.saving.load_model(path)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 class Translator:
     """Translate raw strings with a model and its two tokenizers.
 
@@ -87,14 +100,20 @@ class Translator:
         self._warned_no_attention = False
 
     @classmethod
-    def from_run(cls, run_dir, model_file="best.keras", **kwargs):
-        """Load the model and tokenizers a training run wrote to `run_dir`."""
+    def from_run(cls, run_dir, model_file="best.keras", dtype_policy=None, **kwargs):
+        """Load the model and tokenizers a training run wrote to `run_dir`.
+
+        `dtype_policy` (e.g. "mixed_bfloat16") computes the search in that Keras dtype
+        policy, whatever the policy of training: the saved weights are float32 either way.
+        On a CPU with AVX-512 BF16, "mixed_bfloat16" decodes faster under TensorFlow and
+        PyTorch (not JAX), with slightly different hypotheses. Defaults to the global policy.
+        """
         from keras_rnmt.data import load_tokenizer
 
         path = os.path.join(run_dir, model_file)
         if not os.path.exists(path):
             raise FileNotFoundError(f"No model at {path} (is {run_dir} a keras-rnmt run directory?)")
-        model = keras.saving.load_model(path)
+        model = _load_model(path, dtype_policy)
         source = load_tokenizer(os.path.join(run_dir, "source_tokenizer.json"))
         target = load_tokenizer(os.path.join(run_dir, "target_tokenizer.json"))
         settings = {}

@@ -134,3 +134,24 @@ def test_evaluate_reports_perplexity_next_to_bleu(trained_run, tmp_path, capsys)
     expected = corpus_perplexity(translator.model, SOURCES, TARGETS,
                                  translator.source_tokenizer, translator.target_tokenizer)
     assert float(lines[2].split()[1]) == pytest.approx(expected, abs=1e-3)
+
+
+def test_translate_in_bfloat16_and_a_bad_policy(run_dir, tmp_path, capsys):
+    lines = ["a dog runs .", "", "the cat sleeps"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "out.txt"
+    main(["translate", str(run_dir), "-i", str(source), "-o", str(output), "--beam-size", "2",
+          "--dtype-policy", "mixed_bfloat16"])
+    written = output.read_text(encoding="utf-8").split("\n")
+    assert len(written) - 1 == len(lines) and written[1] == ""
+    with pytest.raises(SystemExit):
+        main(["translate", str(run_dir), "-i", str(source), "--dtype-policy", "bfloat17"])
+    assert "invalid choice: 'bfloat17'" in capsys.readouterr().err
+
+
+def test_the_cli_lists_the_training_dtype_policies():
+    from keras_rnmt.cli import DTYPE_POLICIES
+    from keras_rnmt.training.config import POLICIES
+
+    assert DTYPE_POLICIES == POLICIES

@@ -92,3 +92,29 @@ def test_texts_detokenized_in_one_call_match_each_hypothesis_ids(translator_part
         for hypothesis in result.n_best:
             alone = target_tokenizer.detokenize(np.array([hypothesis.ids], "int32"))
             assert hypothesis.text == alone.numpy().reshape(-1)[0].decode()
+
+
+def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(translator_parts,
+                                                                         tmp_path):
+    import keras
+    from run_helpers import save_run
+
+    model, source_tokenizer, target_tokenizer = translator_parts
+    run_dir = save_run(str(tmp_path / "run"), model, source_tokenizer, target_tokenizer)
+    inputs = ["a dog runs .", "", "the cat sleeps"]
+    full = Translator.from_run(run_dir, beam_size=2).translate(inputs)
+    half = Translator.from_run(run_dir, beam_size=2, dtype_policy="mixed_bfloat16")
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is back
+    assert half.model.decoder.output_layer.compute_dtype == "bfloat16"
+    assert half.model.decoder.output_layer.kernel.dtype == "float32"  # weights stay float32
+    results = half.translate(inputs)
+    assert len(results) == 3 and results[1].text == ""
+    assert len(full) == 3
+    # The same weights: the logits agree up to bfloat16 rounding (8 mantissa bits).
+    source, target = np.array([[4, 5, 6, 3]], "int32"), np.array([[2, 4, 5]], "int32")
+    expected = ops.convert_to_numpy(model([source, target]))
+    logits = ops.convert_to_numpy(ops.cast(half.model([source, target]), "float32"))
+    np.testing.assert_allclose(logits, expected, atol=0.03 * max(1.0, np.abs(expected).max()))
+    with pytest.raises(ValueError, match="mixed_bfloat16"):
+        Translator.from_run(run_dir, dtype_policy="bfloat17")
+    assert keras.config.dtype_policy().name == "float32"
