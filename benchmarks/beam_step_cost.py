@@ -19,7 +19,7 @@ import numpy as np
 from keras import ops
 
 from keras_rnmt.models.search_log_probs import search_log_probs
-from keras_rnmt.search.beam import expand_beams
+from keras_rnmt.search.top_k import expand_beams
 
 EOS = 3
 

@@ -42,7 +42,7 @@ from keras_rnmt.search.beam_helpers import (
     unflatten_beam_dim,
 )
 from keras_rnmt.search.result import SearchResult
-from keras_rnmt.search.top_k import beam_top_k
+from keras_rnmt.search.top_k import expand_beams
 
 
 class BeamState(NamedTuple):
@@ -122,37 +122,6 @@ def _append(pool, candidates, keep, empty):
     keep = ops.reshape(keep, tuple(ops.shape(keep)) + (1,) * (len(ops.shape(candidates)) - 2))
     candidates = ops.where(keep, candidates, ops.cast(empty, candidates.dtype))
     return ops.concatenate([pool, candidates], axis=1)
-
-
-def expand_beams(alive_log_probs, log_probs, at_limit, eos_id, k):
-    """The k best one-word expansions of every sentence's beams (one beam step's ranking).
-
-    Args:
-        alive_log_probs: float32 (B, K), the beams' log-probabilities (-inf: empty beam).
-        log_probs: float32 (B, K, V), the next word's log-probabilities.
-        at_limit: bool (B,), sentences at their length limit: they may only emit </s>, so
-            their candidates are their beams' </s> expansions, best first, then empty
-            (-inf) slots.
-        eos_id: int, the </s> id.
-        k: int in [K, K·V].
-
-    Returns:
-        ``(log_probs, index)``: float32 (B, k) best first, int32 (B, k) flat indices
-        ``beam·V + word``.
-    """
-    batch_size, beam_size, vocab_size = ops.shape(log_probs)
-    candidate_log_probs, flat_index = beam_top_k(alive_log_probs, log_probs, k)
-    eos_log_probs, eos_beam = ops.top_k(alive_log_probs + log_probs[:, :, eos_id],
-                                        k=beam_size, sorted=True)  # B x K
-    empty = k - beam_size
-    eos_log_probs = ops.concatenate(
-        [eos_log_probs, ops.full((batch_size, empty), NEG_INF, dtype="float32")], axis=1)
-    eos_index = ops.concatenate(
-        [ops.cast(eos_beam, "int32") * vocab_size + eos_id,
-         ops.zeros((batch_size, empty), dtype="int32")], axis=1)
-    at_limit = at_limit[:, None]
-    return (ops.where(at_limit, eos_log_probs, candidate_log_probs),
-            ops.where(at_limit, eos_index, flat_index))
 
 
 def _advance(carry, log_probs, model_state, attention, config):

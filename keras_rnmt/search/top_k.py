@@ -1,4 +1,4 @@
-"""The beam step's expansion: the k best (beam, token) pairs without a full top-k pass.
+"""The beam step's ranking: the k best (beam, word) expansions without a full top-k pass.
 
 Each beam step ranks ``alive_log_probs[b, i] + log_probs[b, i, v]`` over the K·V pairs of a
 sentence and keeps the best k = 2K. A `top_k` over (B, K·V) is the search's most expensive
@@ -10,12 +10,16 @@ large, and a chunk with an equal maximum and a lower index holds an element that
 first), so a max over the chunks, a top-k over the K·V/c chunk maxima plus beam scores, and a
 top-k over the k·c gathered words give exactly `top_k`'s values and indices. Ties keep the
 lower flat index first where the backend's `top_k` does (TensorFlow, JAX); `torch.topk`
-orders ties arbitrarily, and so does this function under PyTorch.
+orders ties arbitrarily, and so does this function under PyTorch. `expand_beams` adds beam
+search's length limit: a sentence at its limit may only emit </s>, a rule applied to the k
+candidates rather than to the (B, K, V) log-probabilities.
 """
 
 import math
 
 from keras import ops
+
+from keras_rnmt.search._decoding import NEG_INF
 
 # Chunks narrower than this save too little to be worth the extra ops.
 MIN_CHUNK = 8
@@ -71,3 +75,34 @@ def beam_top_k(alive_log_probs, log_probs, k):
     flat_chunk = ops.take_along_axis(best_chunks, position // chunk, axis=1)
     index = (flat_chunk // chunks) * vocab_size + (flat_chunk % chunks) * chunk + position % chunk
     return top_scores, index
+
+
+def expand_beams(alive_log_probs, log_probs, at_limit, eos_id, k):
+    """The k best one-word expansions of every sentence's beams (one beam step's ranking).
+
+    Args:
+        alive_log_probs: float32 (B, K), the beams' log-probabilities (-inf: empty beam).
+        log_probs: float32 (B, K, V), the next word's log-probabilities.
+        at_limit: bool (B,), sentences at their length limit: they may only emit </s>, so
+            their candidates are their beams' </s> expansions, best first, then empty
+            (-inf) slots.
+        eos_id: int, the </s> id.
+        k: int in [K, K·V].
+
+    Returns:
+        ``(log_probs, index)``: float32 (B, k) best first, int32 (B, k) flat indices
+        ``beam·V + word``.
+    """
+    batch_size, beam_size, vocab_size = ops.shape(log_probs)
+    candidate_log_probs, flat_index = beam_top_k(alive_log_probs, log_probs, k)
+    eos_log_probs, eos_beam = ops.top_k(alive_log_probs + log_probs[:, :, eos_id],
+                                        k=beam_size, sorted=True)  # B x K
+    empty = k - beam_size
+    eos_log_probs = ops.concatenate(
+        [eos_log_probs, ops.full((batch_size, empty), NEG_INF, dtype="float32")], axis=1)
+    eos_index = ops.concatenate(
+        [ops.cast(eos_beam, "int32") * vocab_size + eos_id,
+         ops.zeros((batch_size, empty), dtype="int32")], axis=1)
+    at_limit = at_limit[:, None]
+    return (ops.where(at_limit, eos_log_probs, candidate_log_probs),
+            ops.where(at_limit, eos_index, flat_index))
