@@ -37,10 +37,9 @@ def main(argv=None):
         sources = f.read().splitlines()
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de"), encoding="utf-8") as f:
         references = f.read().splitlines()
-    if args.dtype_policy:  # a TranslationModel is rebuilt under the global policy
-        keras.config.set_dtype_policy(args.dtype_policy)
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
-                                     batch_size=args.batch_size, stop_rule=args.stop_rule)
+                                     batch_size=args.batch_size, stop_rule=args.stop_rule,
+                                     dtype_policy=args.dtype_policy or None)
     start = time.perf_counter()
     translator.translate(sources)
     first = time.perf_counter() - start

@@ -15,6 +15,7 @@ search's length limit: a sentence at its limit may only emit </s>, a rule applie
 candidates rather than to the (B, K, V) log-probabilities.
 """
 
+import functools
 import math
 
 from keras import ops
@@ -25,6 +26,7 @@ from keras_rnmt.search._decoding import NEG_INF
 MIN_CHUNK = 8
 
 
+@functools.cache  # eager PyTorch calls it at every beam step
 def chunk_width(vocab_size):
     """A divisor c of ``vocab_size`` near sqrt(V) (so both top-ks are small), or None.
 
