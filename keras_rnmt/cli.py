@@ -1,8 +1,10 @@
-"""The `keras-rnmt` command: train, translate, evaluate, quickstart.
+"""The `keras-rnmt` command: train, translate, evaluate, average, export, plot, quickstart.
 
     keras-rnmt train recipes/multi30k.py --attention recurrent --window 5 --run-dir runs/rec5
     keras-rnmt translate runs/rec5 -i input.txt -o output.txt --beam-size 5
     keras-rnmt evaluate runs/rec5 --source test.en --reference test.de --tokenized
+    keras-rnmt average runs/rec5 --last 3   # needs training with --keep-checkpoints 3
+    keras-rnmt evaluate runs/rec5 --model-file averaged.keras --source ... --reference ...
     keras-rnmt export runs/rec5 saved_models/rec5
     keras-rnmt plot runs/rec5 "a man is riding a bike ." -o bike.png --beam-size 5
     keras-rnmt plot runs/rec5 --curves
@@ -88,7 +90,7 @@ def cmd_translate(args, _):
         args.run_dir, beam_size=args.beam_size, batch_size=args.batch_size,
         replace_unk=args.replace_unk or bool(args.unk_dictionary),
         unk_dictionary=load_dictionary(args.unk_dictionary) if args.unk_dictionary else None,
-        stop_rule=args.stop_rule, dtype_policy=args.dtype_policy,
+        **_search_options(args),
     )
     lines = _read_input(args.input)
     progress = keras.utils.Progbar(len(lines), stateful_metrics=None, verbose=1)
@@ -120,14 +122,23 @@ def cmd_translate(args, _):
                 f.write(" ".join(pairs) + "\n")
 
 
+def _search_options(args):
+    """`Translator.from_run` keyword arguments of the options `_add_search_options` adds;
+    a length penalty left unset keeps the run's own (its config's `length_penalty`)."""
+    options = {"model_file": args.model_file, "stop_rule": args.stop_rule,
+               "dtype_policy": args.dtype_policy}
+    if args.length_penalty is not None:
+        options["length_penalty"] = args.length_penalty
+    return options
+
+
 def cmd_evaluate(args, _):
     from keras_rnmt.data import read_parallel
     from keras_rnmt.evaluation import corpus_perplexity, corpus_scores
     from keras_rnmt.translator import Translator
 
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
-                                     replace_unk=args.replace_unk, stop_rule=args.stop_rule,
-                                     dtype_policy=args.dtype_policy)
+                                     replace_unk=args.replace_unk, **_search_options(args))
     sources, references = read_parallel(args.source, args.reference)
     hypotheses = translator(sources)
     scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
@@ -139,11 +150,23 @@ def cmd_evaluate(args, _):
     return scores
 
 
+def cmd_average(args, _):
+    from keras_rnmt.training.checkpoints import average_checkpoints
+
+    path, epochs = average_checkpoints(
+        args.run_dir, last=args.last, output=args.output,
+        epochs=args.epochs)
+    print(f"averaged epochs {epochs} -> {path}")
+    return path
+
+
 def cmd_export(args, _):
     from keras_rnmt.export import main as export_main
 
-    export_main([args.run_dir, args.path]
+    export_main([args.run_dir, args.path, "--model-file", args.model_file]
                 + (["--beam-size", str(args.beam_size)] if args.beam_size else [])
+                + (["--length-penalty", str(args.length_penalty)]
+                   if args.length_penalty is not None else [])
                 + ["--stop-rule", args.stop_rule])
 
 
@@ -192,6 +215,31 @@ def cmd_quickstart(args, _):
     quickstart(run_dir=args.run_dir)
 
 
+def _epoch_list(text):
+    """`"10,11,12"` -> `[10, 11, 12]` (argparse type)."""
+    try:
+        return [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated epoch numbers such as 10,11,12; received {text!r}"
+        ) from None
+
+
+def _add_search_options(parser):
+    """The model file and search options `translate` and `evaluate` share."""
+    parser.add_argument("--model-file", default="best.keras",
+                        help="the run's model to load (e.g. averaged.keras; default best.keras)")
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--length-penalty", type=float, default=None,
+                        help="GNMT length penalty alpha (default: the run's, usually 1.0)")
+    parser.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
+                        help="beam search stops a sentence when its best hypothesis has ended "
+                             "(current) or when no continuation can beat it (bound, exact)")
+    parser.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
+                        help="compute the search in this Keras dtype policy (mixed_bfloat16: "
+                             "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="keras-rnmt", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -205,42 +253,45 @@ def build_parser():
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None, help="input file (default stdin)")
     translate.add_argument("-o", "--output", default=None, help="output file (default stdout)")
-    translate.add_argument("--beam-size", type=int, default=5)
-    translate.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
-                           help="beam search stops a sentence when its best hypothesis has ended "
-                                "(current) or when no continuation can beat it (bound, exact)")
+    _add_search_options(translate)
     translate.add_argument("--batch-size", type=int, default=64)
     translate.add_argument("--n-best", type=int, default=1)
     translate.add_argument("--n-best-output", default=None, help="file for 'index\\tscore\\ttext'")
     translate.add_argument("--alignments", default=None, help="file for i-j alignment pairs")
     translate.add_argument("--replace-unk", action="store_true")
     translate.add_argument("--unk-dictionary", default=None)
-    translate.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
-                           help="compute the search in this Keras dtype policy (mixed_bfloat16: "
-                                "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")
     translate.set_defaults(func=cmd_translate)
 
     evaluate = sub.add_parser("evaluate", help="sacreBLEU and chrF of a run on a test set")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--source", required=True)
     evaluate.add_argument("--reference", required=True)
-    evaluate.add_argument("--beam-size", type=int, default=5)
-    evaluate.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
-                          help="beam search stops a sentence when its best hypothesis has ended "
-                               "(current) or when no continuation can beat it (bound, exact)")
+    _add_search_options(evaluate)
     evaluate.add_argument("--tokenized", action="store_true",
                           help="references are tokenised (lc.norm.tok): BLEU tokenize='none'")
     evaluate.add_argument("--lowercase", action="store_true")
     evaluate.add_argument("--replace-unk", action="store_true")
-    evaluate.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
-                           help="compute the search in this Keras dtype policy (mixed_bfloat16: "
-                                "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")
     evaluate.set_defaults(func=cmd_evaluate)
+
+    average = sub.add_parser("average", help="average a run's last epoch checkpoints into one "
+                                             "model (train with --keep-checkpoints N)")
+    average.add_argument("run_dir")
+    average.add_argument("--last", type=int, default=None,
+                         help="average the newest N epoch checkpoints")
+    average.add_argument("--epochs", type=_epoch_list, default=None,
+                         help="or these 1-based epochs, comma-separated (e.g. 10,11,12)")
+    average.add_argument("-o", "--output", default="averaged.keras",
+                         help="file name in RUN_DIR, or a path (default averaged.keras)")
+    average.set_defaults(func=cmd_average)
 
     export = sub.add_parser("export", help="export a run as a SavedModel serving raw strings")
     export.add_argument("run_dir")
     export.add_argument("path")
+    export.add_argument("--model-file", default="best.keras",
+                        help="the run's model to export (e.g. averaged.keras)")
     export.add_argument("--beam-size", type=int, default=None)
+    export.add_argument("--length-penalty", type=float, default=None,
+                        help="GNMT length penalty alpha (default: the run's)")
     export.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
                         help="beam search's stop rule in the graph (see translate --help)")
     export.set_defaults(func=cmd_export)

@@ -50,6 +50,7 @@ class TrainConfig:
     distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)
     seed: int = 0  # data shuffling and initialisation
     patience: int = 3  # early stopping on validation BLEU (epochs without improvement)
+    keep_checkpoints: int = 0  # > 0: keep the last N epochs' weights for `keras-rnmt average`
     heatmap_sentences: int = 3  # attention heatmaps of this many validation sentences per epoch
     validation_bleu: bool = True  # greedy-decode the validation set each epoch (sacreBLEU)
     validation_sentences: int = 0  # 0 = the whole validation set
@@ -74,6 +75,9 @@ class TrainConfig:
             )
         if self.lr_decay and not 0.0 < self.lr_decay < 1.0:
             raise ValueError(f"lr_decay must be in (0, 1) (0 = off). Received: {self.lr_decay}")
+        if self.keep_checkpoints < 0:
+            raise ValueError("keep_checkpoints must be >= 0 (0 = keep none). Received: "
+                             f"{self.keep_checkpoints}")
         if self.distribute == "data-parallel" and self.batch_by != "sentences":
             raise ValueError(
                 "distribute='data-parallel' needs batch_by='sentences': token-based batches "

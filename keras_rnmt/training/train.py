@@ -14,6 +14,7 @@ import keras
 from keras_rnmt.evaluation import corpus_scores
 from keras_rnmt.models import build_model
 from keras_rnmt.training.callbacks import BleuCallback
+from keras_rnmt.training.checkpoints import EpochCheckpoints
 from keras_rnmt.training.distribution import distribution_scope
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
@@ -141,6 +142,8 @@ def train_and_evaluate(config, run_dir):
         callbacks.append(AttentionHeatmapCallback(
             lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1),
             val_sources[:config.heatmap_sentences], os.path.join(run_dir, "heatmaps")))
+    if config.keep_checkpoints:
+        callbacks.append(EpochCheckpoints(run_dir, config.keep_checkpoints))
     callbacks += [
         keras.callbacks.CSVLogger(os.path.join(run_dir, "log.csv"), append=True),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "tensorboard")),

@@ -155,3 +155,12 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     monkeypatch.undo()
     results = train.train_and_evaluate(config, str(tmp_path))
     assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
+
+
+def test_keep_checkpoints_keeps_the_last_epochs_weights(tmp_path, small_splits):
+    from keras_rnmt.training.checkpoints import list_checkpoints
+
+    train.train_and_evaluate(_toy_config(epochs=3, keep_checkpoints=2), str(tmp_path))
+    assert [epoch for epoch, _ in list_checkpoints(str(tmp_path))] == [2, 3]
+    with pytest.raises(ValueError, match="keep_checkpoints must be >= 0"):
+        _toy_config(keep_checkpoints=-1)
