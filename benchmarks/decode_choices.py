@@ -1,0 +1,71 @@
+"""Choose a run's decoding settings on validation: checkpoint averaging and length penalty.
+
+    python benchmarks/decode_choices.py benchmarks/work/quality/recurrent-k5-plateau-seed1 \
+        --average 2 3 4 --alphas 0.6 1.0 1.4
+
+For each model — the run's `best.keras` and, for every N of `--average`, the mean of its
+last N epoch checkpoints (`keras_rnmt.training.checkpoints`; the run trained with
+`keep_checkpoints`) — and each GNMT length penalty α of `--alphas`, beam-5 search on
+Multi30k val (1,014 sentences) gives tokenised lowercased BLEU. The setting with the best
+validation BLEU is then scored once on test2016, next to the run's default (best.keras,
+α = 1.0), so the test set picks nothing. Prints a table; `--json` writes every figure.
+"""
+
+import argparse
+import json
+import os
+
+from quality import read
+from sb import ROOT  # noqa: F401  (puts the repository on sys.path)
+
+
+def bleu(run_dir, model_file, alpha, sources, references, beam_size):
+    from keras_rnmt.evaluation import corpus_scores
+    from keras_rnmt.translator import Translator
+
+    translator = Translator.from_run(run_dir, model_file=model_file, beam_size=beam_size,
+                                     length_penalty=alpha)
+    return round(corpus_scores(translator(sources), references, tokenized=True).bleu, 2)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--average", nargs="*", type=int, default=[],
+                        help="also try the mean of the last N epoch checkpoints, per N")
+    parser.add_argument("--alphas", nargs="*", type=float, default=[0.6, 1.0, 1.4])
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--json", default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+    from keras_rnmt.training.checkpoints import average_checkpoints
+
+    models = {"best": "best.keras"}
+    for n in args.average:
+        path, epochs = average_checkpoints(args.run_dir, last=n, output=f"averaged-last{n}.keras")
+        models[f"average {epochs[0]}-{epochs[-1]}"] = os.path.basename(path)
+    val = read("val.lc.norm.tok.en"), read("val.lc.norm.tok.de")
+    test = read("test_2016_flickr.lc.norm.tok.en"), read("test_2016_flickr.lc.norm.tok.de")
+    grid = {}
+    print(f"| model | {' | '.join(f'α={a:g}' for a in args.alphas)} |  (val BLEU, beam "
+          f"{args.beam_size})\n|---{'|---' * len(args.alphas)}|", flush=True)
+    for name, model_file in models.items():
+        row = [bleu(args.run_dir, model_file, a, *val, args.beam_size) for a in args.alphas]
+        grid.update({(name, a): b for a, b in zip(args.alphas, row)})
+        print(f"| {name} | {' | '.join(f'{b:.2f}' for b in row)} |", flush=True)
+    chosen = max(grid, key=grid.get)
+    default_test = bleu(args.run_dir, "best.keras", 1.0, *test, args.beam_size)
+    chosen_test = bleu(args.run_dir, models[chosen[0]], chosen[1], *test, args.beam_size)
+    print(f"\nchosen on val: {chosen[0]}, α={chosen[1]:g} (val {grid[chosen]:.2f})")
+    print(f"test2016 BLEU beam {args.beam_size}: default (best, α=1) {default_test:.2f}; "
+          f"chosen {chosen_test:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"run_dir": args.run_dir, "beam_size": args.beam_size,
+                       "val": [{"model": m, "alpha": a, "bleu": b} for (m, a), b in grid.items()],
+                       "chosen": {"model": chosen[0], "alpha": chosen[1]},
+                       "test_default": default_test, "test_chosen": chosen_test}, f, indent=2)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()
