@@ -16,9 +16,21 @@ import pytest  # noqa: E402
 
 BACKEND = os.environ["KERAS_BACKEND"]
 
+# pytest-xdist workers share the cores: PyTorch's OpenMP pool (one thread per core in every
+# worker) then oversubscribes them and spins, so each worker gets its share of the cores.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if BACKEND == "torch" and _WORKERS > 1:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
+
 
 def pytest_report_header(config):
-    return f"KERAS_BACKEND={BACKEND}"
+    # Under pytest-xdist (`make test` runs 2 workers) the workers deselect, and the summary
+    # line does not count them: the header states the rule instead.
+    rule = ("tests marked backends(...) without tensorflow" if BACKEND == "tensorflow"
+            else "tests marked tensorflow_only or backends(...) without " + BACKEND)
+    return f"KERAS_BACKEND={BACKEND}; deselected in this pass: {rule}"
 
 
 def _runs_here(item):

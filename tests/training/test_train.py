@@ -9,6 +9,7 @@ import pytest
 
 from keras_rnmt.models import ModelConfig
 from keras_rnmt.training import train
+from keras_rnmt.training.checkpoints import list_checkpoints
 from keras_rnmt.training.config import TrainConfig
 
 
@@ -65,7 +66,8 @@ def _toy_config(**overrides):
     return TrainConfig(**{**values, **overrides})
 
 
-def test_init_from_starts_from_the_earlier_runs_best_weights(tmp_path, small_splits, monkeypatch):
+def test_init_from_starts_from_the_earlier_runs_best_weights_and_checks_vocabularies(
+        tmp_path, small_splits, monkeypatch):
     import keras
     import numpy as np
 
@@ -86,15 +88,10 @@ def test_init_from_starts_from_the_earlier_runs_best_weights(tmp_path, small_spl
         np.testing.assert_array_equal(got, np.array(want))
     with open(second / "config.json") as f:
         assert json.load(f)["init_from"] == str(first)
-
-
-def test_init_from_rejects_another_vocabulary(tmp_path, small_splits):
-    first = tmp_path / "first"
-    train.train_and_evaluate(_toy_config(), str(first))
     with pytest.raises(ValueError, match="source vocabulary .* differs from this run.s"):
         # min_frequency 1000 leaves only the special tokens: another vocabulary
         train.train_and_evaluate(_toy_config(init_from=str(first), min_frequency=1000),
-                                 str(tmp_path / "second"))
+                                 str(tmp_path / "third"))
 
 
 def test_init_from_needs_a_trained_run(tmp_path, small_splits):
@@ -105,8 +102,8 @@ def test_init_from_needs_a_trained_run(tmp_path, small_splits):
 
 def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_splits, monkeypatch):
     """Kill a run at the start of its third epoch, start it again: it resumes from
-    `backup/`, and the best model, its record and the logged rates are those of a run
-    that never stopped (every epoch's BLEU logged once)."""
+    `backup/`, and the best model, its record, the logged rates and the kept epoch
+    checkpoints are those of a run that never stopped (every epoch's BLEU logged once)."""
 
     class Killed(Exception):
         pass
@@ -117,12 +114,12 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
                 raise Killed
             super().on_epoch_begin(epoch, logs)
 
-    config = _toy_config(epochs=4, lr_decay=0.5, lr_patience=0)
+    config = _toy_config(epochs=4, lr_decay=0.5, lr_patience=0, keep_checkpoints=2)
     monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
     with pytest.raises(Killed):
         train.train_and_evaluate(config, str(tmp_path))
     assert (tmp_path / "backup").exists()
-    monkeypatch.undo()
+    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2.__base__)  # small_splits stays
     results = train.train_and_evaluate(config, str(tmp_path))
     assert (results["epochs_run"], results["epochs_this_process"]) == (4, 2)
     with open(tmp_path / "log.csv") as f:
@@ -134,6 +131,9 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
     assert record["epoch"] == int(np.argmax(bleus)) + 1  # the first epoch with the top BLEU
     assert [float(row["learning_rate"]) for row in rows] == pytest.approx(
         _halved_rates(bleus, 1e-2), rel=1e-6)
+    assert [epoch for epoch, _ in list_checkpoints(str(tmp_path))] == [3, 4]
+    with pytest.raises(ValueError, match="keep_checkpoints must be >= 0"):
+        _toy_config(keep_checkpoints=-1)
 
 
 def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, small_splits,
@@ -152,15 +152,7 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd)
     with pytest.raises(Killed):
         train.train_and_evaluate(config, str(tmp_path))
-    monkeypatch.undo()
+    monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd.__base__)  # small_splits stays
     results = train.train_and_evaluate(config, str(tmp_path))
     assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
 
-
-def test_keep_checkpoints_keeps_the_last_epochs_weights(tmp_path, small_splits):
-    from keras_rnmt.training.checkpoints import list_checkpoints
-
-    train.train_and_evaluate(_toy_config(epochs=3, keep_checkpoints=2), str(tmp_path))
-    assert [epoch for epoch, _ in list_checkpoints(str(tmp_path))] == [2, 3]
-    with pytest.raises(ValueError, match="keep_checkpoints must be >= 0"):
-        _toy_config(keep_checkpoints=-1)
