@@ -153,9 +153,8 @@ def cmd_evaluate(args, _):
 def cmd_average(args, _):
     from keras_rnmt.training.checkpoints import average_checkpoints
 
-    path, epochs = average_checkpoints(
-        args.run_dir, last=args.last, output=args.output,
-        epochs=args.epochs)
+    path, epochs = average_checkpoints(args.run_dir, last=args.last, epochs=args.epochs,
+                                       output=args.output)
     print(f"averaged epochs {epochs} -> {path}")
     return path
 
