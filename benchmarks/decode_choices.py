@@ -7,15 +7,21 @@ For each model — the run's `best.keras` and, for every N of `--average`, the m
 last N epoch checkpoints (`keras_rnmt.training.checkpoints`; the run trained with
 `keep_checkpoints`) — and each GNMT length penalty α of `--alphas`, beam-5 search on
 Multi30k val (1,014 sentences) gives tokenised lowercased BLEU. The setting with the best
-validation BLEU is then scored once on test2016, next to the run's default (best.keras,
-α = 1.0), so the test set picks nothing. Prints a table; `--json` writes every figure.
+validation BLEU is then scored on test2016 the way `quality.py` scores a run (beam 5 and 12,
+with and without UNK replacement, tokenised and detokenised), next to the run's default
+(best.keras, α = 1.0, beam 5), so the test set picks nothing. Prints a table; `--json` writes
+every figure.
+
+    python benchmarks/decode_choices.py --table benchmarks/runs/*-plateau-seed*/decode_choices.json
+
+prints the chosen settings' test2016 BLEU over seeds (mean ± sd per model) from such files.
 """
 
 import argparse
 import json
 import os
 
-from quality import read
+from quality import SETTINGS, mean_sd, read, score
 from sb import ROOT  # noqa: F401  (puts the repository on sys.path)
 
 
@@ -30,13 +36,19 @@ def bleu(run_dir, model_file, alpha, sources, references, beam_size):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir")
+    parser.add_argument("run_dir", nargs="?")
     parser.add_argument("--average", nargs="*", type=int, default=[],
                         help="also try the mean of the last N epoch checkpoints, per N")
     parser.add_argument("--alphas", nargs="*", type=float, default=[0.6, 1.0, 1.4])
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--json", default=None, help="write the figures here")
+    parser.add_argument("--table", nargs="*", metavar="JSON",
+                        help="only tabulate these --json files over seeds")
     args = parser.parse_args(argv)
+    if args.table:
+        return print(table(args.table))
+    if not args.run_dir:
+        parser.error("give a run directory (or --table)")
     from keras_rnmt.training.checkpoints import average_checkpoints
 
     models = {"best": "best.keras"}
@@ -54,16 +66,39 @@ def main(argv=None):
         print(f"| {name} | {' | '.join(f'{b:.2f}' for b in row)} |", flush=True)
     chosen = max(grid, key=grid.get)
     default_test = bleu(args.run_dir, "best.keras", 1.0, *test, args.beam_size)
-    chosen_test = bleu(args.run_dir, models[chosen[0]], chosen[1], *test, args.beam_size)
+    scores = score(args.run_dir, model_file=models[chosen[0]], length_penalty=chosen[1])["scores"]
     print(f"\nchosen on val: {chosen[0]}, α={chosen[1]:g} (val {grid[chosen]:.2f})")
-    print(f"test2016 BLEU beam {args.beam_size}: default (best, α=1) {default_test:.2f}; "
-          f"chosen {chosen_test:.2f}")
+    print(f"test2016 BLEU beam {args.beam_size}: default (best, α=1) {default_test:.2f}; chosen: "
+          + ", ".join(f"{name} {row['tokenised_bleu']:.2f}" for name, row in scores.items()))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"run_dir": args.run_dir, "beam_size": args.beam_size,
                        "val": [{"model": m, "alpha": a, "bleu": b} for (m, a), b in grid.items()],
-                       "chosen": {"model": chosen[0], "alpha": chosen[1]},
-                       "test_default": default_test, "test_chosen": chosen_test}, f, indent=2)
+                       "chosen": {"model": chosen[0], "model_file": models[chosen[0]],
+                                  "alpha": chosen[1]},
+                       "test_default": default_test,
+                       "test_chosen": scores.get(f"beam{args.beam_size}", {}).get("tokenised_bleu"),
+                       "test_chosen_scores": scores}, f, indent=2)
+
+
+def table(paths):
+    """Mean ± sd over seeds (runs named NAME-seedS) of the chosen settings' test2016 BLEU."""
+    columns = [f"beam{b}{'+unk' if u else ''}" for b, u in SETTINGS]
+    runs = {}
+    for path in sorted(paths):
+        with open(path) as f:
+            record = json.load(f)
+        name = os.path.basename(record["run_dir"].rstrip("/")).rsplit("-seed", 1)[0]
+        runs.setdefault(name, []).append(record)
+    lines = ["| model | seeds | chosen (per seed) | best.keras beam5 | "
+             + " | ".join(f"chosen {c}" for c in columns) + " |", "|---" * (4 + len(columns)) + "|"]
+    for name, records in runs.items():
+        chosen = "; ".join(f"{r['chosen']['model']} α={r['chosen']['alpha']:g}" for r in records)
+        cells = [mean_sd([r["test_chosen_scores"][c]["tokenised_bleu"] for r in records])
+                 for c in columns]
+        default = mean_sd([r["test_default"] for r in records])
+        lines.append(f"| {name} | {len(records)} | {chosen} | {default} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

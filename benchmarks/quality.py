@@ -109,8 +109,11 @@ def train(name, seed, work, settings, tag="", init_from="", init_tag=""):
     return run_dir
 
 
-def score(run_dir, stop_rule="current"):
-    """Test2016 BLEU for every (beam, UNK replacement) setting of `SETTINGS`."""
+def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=None):
+    """Test2016 BLEU for every (beam, UNK replacement) setting of `SETTINGS`.
+
+    `model_file` (in `run_dir`, e.g. an averaged model) and `length_penalty` (default: the
+    run's) choose what is scored; both are recorded in the result only when given."""
     from keras_rnmt.evaluation import corpus_scores
     from keras_rnmt.translator import Translator
 
@@ -119,10 +122,11 @@ def score(run_dir, stop_rule="current"):
     raw = read("test_2016_flickr.de.gz")
     with open(os.path.join(run_dir, "results.json")) as f:
         trained = json.load(f)
+    chosen = {} if length_penalty is None else {"length_penalty": length_penalty}
     rows = {}
     for beam, unk in SETTINGS:
-        translator = Translator.from_run(run_dir, beam_size=beam, replace_unk=unk,
-                                         stop_rule=stop_rule)
+        translator = Translator.from_run(run_dir, model_file=model_file, beam_size=beam,
+                                         replace_unk=unk, stop_rule=stop_rule, **chosen)
         outputs = translator(sources)
         tok = corpus_scores(outputs, tokenised, tokenized=True)
         detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
@@ -132,7 +136,9 @@ def score(run_dir, stop_rule="current"):
         }
     # A continued run's cost includes the runs it started from.
     cost = total_cost(run_dir)
-    return {"run_dir": run_dir, "stop_rule": stop_rule, **cost,
+    if model_file != "best.keras":
+        chosen["model_file"] = model_file
+    return {"run_dir": run_dir, "stop_rule": stop_rule, **chosen, **cost,
             "backend": trained["backend"], "parameters": trained["parameters"], "scores": rows}
 
 
