@@ -11,6 +11,8 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
    plain TensorFlow in a process that never imports keras_rnmt: batches of 64 raw strings
    in file order, then in batches of similar length (a client that sorts its requests),
    and single-sentence latency (median, 95th percentile).
+   `--dtype-policy mixed_bfloat16` decodes ours (2 and 3) in bfloat16 from the same float32
+   weights (`saved_models/bench_epoch1_mixed_bfloat16`); JoeyNMT stays float32.
 4. JoeyNMT: `joeynmt_peer.train_one_epoch()` (the SB yaml, 460 updates; reused from
    `train_throughput.py` when present), then `joeynmt test` with its best checkpoint times
    its beam-5 decode of test2016 in this run (`joeynmt_peer.decode_test()`).
@@ -29,19 +31,20 @@ RUN_DIR = os.path.join(HERE, "work", "ours_epoch1")
 SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
-def decode(backend, run_dir, stop_rule):
+def decode(backend, run_dir, stop_rule, dtype_policy=""):
     env = worker_env(KERAS_BACKEND=backend)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
-                              "--stop-rule", stop_rule],
+                              "--stop-rule", stop_rule, "--dtype-policy", dtype_policy],
                              env=env, capture_output=True, text=True, cwd=HERE)
     return result_line(process, f"{backend} decode")
 
 
-def export_and_serve(run_dir, path, stop_rule):
+def export_and_serve(run_dir, path, stop_rule, dtype_policy=""):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    policy = ["--dtype-policy", dtype_policy] if dtype_policy else []
     process = subprocess.run([keras_rnmt, "export", run_dir, path, "--beam-size", "5",
-                              "--stop-rule", stop_rule],
+                              "--stop-rule", stop_rule, *policy],
                              env=env, capture_output=True, text=True)
     if process.returncode:
         raise SystemExit("export failed:\n" + process.stdout[-2000:] + process.stderr[-4000:])
@@ -56,6 +59,9 @@ def main(argv=None):
     parser.add_argument("--stop-rule", default="current",
                         help="beam search's stop rule for ours: current (the default, as "
                              "JoeyNMT's) or bound (exact)")
+    parser.add_argument("--dtype-policy", default="",
+                        help="decode ours (and the SavedModel's graph) in this Keras dtype "
+                             "policy, e.g. mixed_bfloat16 (default float32; JoeyNMT: float32)")
     parser.add_argument("--no-saved-model", action="store_true")
     parser.add_argument("--no-joeynmt", action="store_true")
     parser.add_argument("--retrain", action="store_true", help="train both models again")
@@ -69,14 +75,15 @@ def main(argv=None):
               f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
         figures["ours_training"] = training
     for backend in args.backends:
-        result = decode(backend, RUN_DIR, args.stop_rule)
+        result = decode(backend, RUN_DIR, args.stop_rule, args.dtype_policy)
         figures["ours"][backend] = result
         print(f"ours/{backend}: {result['sentences_per_second']:.1f} sentences/s "
               f"(first pass with compilation {result['first_pass_seconds']:.0f} s; "
               f"BLEU {result['tokenised_bleu']:.2f}, "
               f"{result['mean_output_tokens']:.1f} tokens/output)", flush=True)
     if not args.no_saved_model:
-        result = export_and_serve(RUN_DIR, SAVED, args.stop_rule)
+        saved = SAVED + ("_" + args.dtype_policy if args.dtype_policy else "")
+        result = export_and_serve(RUN_DIR, saved, args.stop_rule, args.dtype_policy)
         figures["saved_model"] = result
         print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
               f"in batches of 64 ({result['length_sorted_sentences_per_second']:.1f} in "

@@ -44,9 +44,10 @@ class Translation:
     ids: list = dataclasses.field(default_factory=list)
 
 
-def _load_model(path, dtype_policy=None):
+def load_model(path, dtype_policy=None):
     """`keras.saving.load_model(path)`, its layers built under `dtype_policy` if given (a
-    `TranslationModel` rebuilds its layers from its config under the global policy)."""
+    `TranslationModel` rebuilds its layers from its config under the global policy), so a
+    float32-trained model computes in e.g. "mixed_bfloat16" (weights stay float32)."""
     if dtype_policy is None:
         return keras.saving.load_model(path)
     previous = keras.config.dtype_policy()
@@ -113,7 +114,7 @@ class Translator:
         path = os.path.join(run_dir, model_file)
         if not os.path.exists(path):
             raise FileNotFoundError(f"No model at {path} (is {run_dir} a keras-rnmt run directory?)")
-        model = _load_model(path, dtype_policy)
+        model = load_model(path, dtype_policy)
         source = load_tokenizer(os.path.join(run_dir, "source_tokenizer.json"))
         target = load_tokenizer(os.path.join(run_dir, "target_tokenizer.json"))
         settings = {}

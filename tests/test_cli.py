@@ -155,3 +155,16 @@ def test_the_cli_lists_the_training_dtype_policies():
     from keras_rnmt.training.config import POLICIES
 
     assert DTYPE_POLICIES == POLICIES
+
+
+def test_export_passes_the_model_file_search_options_and_dtype_policy(monkeypatch, tmp_path):
+    import keras_rnmt.export
+
+    calls = []
+    monkeypatch.setattr(keras_rnmt.export, "export_run",
+                        lambda *args, **kwargs: calls.append((args, kwargs)))
+    main(["export", "RUN", str(tmp_path / "out"), "--model-file", "averaged.keras",
+          "--beam-size", "3", "--length-penalty", "0.6", "--dtype-policy", "mixed_bfloat16"])
+    assert calls == [(("RUN", str(tmp_path / "out")),
+                      {"model_file": "averaged.keras", "dtype_policy": "mixed_bfloat16",
+                       "beam_size": 3, "length_penalty": 0.6, "stop_rule": "current"})]

@@ -52,6 +52,16 @@ def trained():
     return model, source, target
 
 
+@pytest.fixture(scope="module")
+def run_dir(trained, tmp_path_factory):
+    model, source, target = trained
+    path = tmp_path_factory.mktemp("run")
+    model.save(str(path / "best.keras"))
+    source.save(str(path / "source_tokenizer.json"))
+    target.save(str(path / "target_tokenizer.json"))
+    return str(path)
+
+
 def _serve_in_tensorflow_only_process(path, inputs):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     output = subprocess.run([sys.executable, "-c", SERVE, str(path), json.dumps(inputs)],
@@ -59,14 +69,9 @@ def _serve_in_tensorflow_only_process(path, inputs):
     return json.loads(output.strip().splitlines()[-1])
 
 
-def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, tmp_path):
+def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, run_dir, tmp_path):
     model, source, target = trained
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    model.save(str(run_dir / "best.keras"))
-    source.save(str(run_dir / "source_tokenizer.json"))
-    target.save(str(run_dir / "target_tokenizer.json"))
-    path = export_run(str(run_dir), str(tmp_path / "saved_model"), beam_size=5,
+    path = export_run(run_dir, str(tmp_path / "saved_model"), beam_size=5,
                       length_penalty=1.0, max_output_length=64)
 
     served = _serve_in_tensorflow_only_process(path, INPUTS)
@@ -84,6 +89,24 @@ def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, tmp_
     inputs, outputs = shown.split("outputs", 1)
     assert "['inputs'] tensor_info" in inputs and "dtype: DT_STRING" in inputs
     assert "['translations'] tensor_info" in outputs and "['scores'] tensor_info" in outputs
+
+
+def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(run_dir, tmp_path):
+    float32 = _serve_in_tensorflow_only_process(
+        export_run(run_dir, str(tmp_path / "float32"), beam_size=5, max_output_length=64), INPUTS)
+    path = export_run(run_dir, str(tmp_path / "bf16"), dtype_policy="mixed_bfloat16",
+                      beam_size=5, max_output_length=64)
+
+    served = _serve_in_tensorflow_only_process(path, INPUTS)
+    translator = Translator.from_run(run_dir, dtype_policy="mixed_bfloat16", beam_size=5)
+    expected = translator.translate(INPUTS)
+    assert translator.model.dtype_policy.name == "mixed_bfloat16"
+    assert served["translations"] == [result.text for result in expected]
+    assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-3)
+    # bfloat16 matmuls move the scores off the float32 ones (the weights are float32 in both).
+    moved = [abs(a - b) for a, b in zip(served["scores"], float32["scores"], strict=True)]
+    assert max(moved) > 1e-4
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is left alone
 
 
 def test_arguments_are_checked(trained, tmp_path):
