@@ -10,7 +10,7 @@ Multi30k val (1,014 sentences) gives tokenised lowercased BLEU. The setting with
 validation BLEU is then scored on test2016 the way `quality.py` scores a run (beam 5 and 12,
 with and without UNK replacement, tokenised and detokenised), next to the run's default
 (best.keras, α = 1.0, beam 5), so the test set picks nothing. Prints a table; `--json` writes
-every figure.
+every figure, and the choice's beam-5 test outputs to `test_hypotheses_chosen.txt` beside it.
 
     python benchmarks/decode_choices.py --table benchmarks/runs/*-plateau-seed*/decode_choices.json
 
@@ -66,11 +66,17 @@ def main(argv=None):
         print(f"| {name} | {' | '.join(f'{b:.2f}' for b in row)} |", flush=True)
     chosen = max(grid, key=grid.get)
     default_test = bleu(args.run_dir, "best.keras", 1.0, *test, args.beam_size)
-    scores = score(args.run_dir, model_file=models[chosen[0]], length_penalty=chosen[1])["scores"]
+    outputs = {}
+    scores = score(args.run_dir, model_file=models[chosen[0]], length_penalty=chosen[1],
+                   hypotheses=outputs)["scores"]
     print(f"\nchosen on val: {chosen[0]}, α={chosen[1]:g} (val {grid[chosen]:.2f})")
     print(f"test2016 BLEU beam {args.beam_size}: default (best, α=1) {default_test:.2f}; chosen: "
           + ", ".join(f"{name} {row['tokenised_bleu']:.2f}" for name, row in scores.items()))
     if args.json:
+        # Beside the JSON, as `significance.py --hypotheses test_hypotheses_chosen.txt` reads it.
+        with open(os.path.join(os.path.dirname(args.json), "test_hypotheses_chosen.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write("".join(text + "\n" for text in outputs[f"beam{args.beam_size}"]))
         with open(args.json, "w") as f:
             json.dump({"run_dir": args.run_dir, "beam_size": args.beam_size,
                        "val": [{"model": m, "alpha": a, "bleu": b} for (m, a), b in grid.items()],

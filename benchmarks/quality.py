@@ -109,11 +109,14 @@ def train(name, seed, work, settings, tag="", init_from="", init_tag=""):
     return run_dir
 
 
-def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=None):
+def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=None,
+          hypotheses=None):
     """Test2016 BLEU for every (beam, UNK replacement) setting of `SETTINGS`.
 
     `model_file` (in `run_dir`, e.g. an averaged model) and `length_penalty` (default: the
-    run's) choose what is scored; both are recorded in the result only when given."""
+    run's) choose what is scored; both are recorded in the result only when given. With
+    `hypotheses` (a dict), each setting's output texts are put in it under the setting's name.
+    """
     from keras_rnmt.evaluation import corpus_scores
     from keras_rnmt.translator import Translator
 
@@ -130,6 +133,8 @@ def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=
         outputs = translator(sources)
         tok = corpus_scores(outputs, tokenised, tokenized=True)
         detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
+        if hypotheses is not None:
+            hypotheses[f"beam{beam}{'+unk' if unk else ''}"] = list(outputs)
         rows[f"beam{beam}{'+unk' if unk else ''}"] = {
             "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
             "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
