@@ -5,6 +5,7 @@ import os
 import keras
 
 from keras_rnmt.plotting import plot_attention
+from keras_rnmt.training.callbacks import epoch_translator
 
 
 class AttentionHeatmapCallback(keras.callbacks.Callback):
@@ -41,7 +42,7 @@ class AttentionHeatmapCallback(keras.callbacks.Callback):
         import matplotlib.pyplot as plt
 
         os.makedirs(self.out_dir, exist_ok=True)
-        translator = self.translator_factory(self.model)
+        translator = epoch_translator(self)
         for index, result in enumerate(translator.translate(self.sentences)):
             if result.attention is None:
                 continue
