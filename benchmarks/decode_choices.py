@@ -94,6 +94,9 @@ def table(paths):
     for path in sorted(paths):
         with open(path) as f:
             record = json.load(f)
+        if "test_chosen_scores" not in record:
+            raise ValueError(f"{path} was written by an older decode_choices.py (no "
+                             "test_chosen_scores): run it again on that run")
         name = os.path.basename(record["run_dir"].rstrip("/")).rsplit("-seed", 1)[0]
         runs.setdefault(name, []).append(record)
     lines = ["| model | seeds | chosen (per seed) | best.keras beam5 | "
