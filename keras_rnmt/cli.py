@@ -296,7 +296,8 @@ def build_parser():
                         help="beam search's stop rule in the graph (see translate --help)")
     export.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="the Keras dtype policy the graph computes in (mixed_bfloat16: "
-                             "faster on CPUs with AVX-512 BF16; the weights stay float32)")
+                             "weights stay float32; on AVX-512 BF16 CPUs faster for large "
+                             "batches, slower for single sentences)")
     export.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="attention heatmap of a sentence, or training curves")
