@@ -21,7 +21,7 @@ import argparse
 import json
 import os
 
-from quality import SETTINGS, mean_sd, read, score
+from quality import SETTING_NAMES, mean_sd, read, score
 from sb import ROOT  # noqa: F401  (puts the repository on sys.path)
 
 
@@ -89,7 +89,7 @@ def main(argv=None):
 
 def table(paths):
     """Mean ± sd over seeds (runs named NAME-seedS) of the chosen settings' test2016 BLEU."""
-    columns = [f"beam{b}{'+unk' if u else ''}" for b, u in SETTINGS]
+    columns = SETTING_NAMES
     runs = {}
     for path in sorted(paths):
         with open(path) as f:

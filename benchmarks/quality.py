@@ -56,6 +56,8 @@ MODELS = {
 # Every model is `recipes/multi30k.py` with MODELS' overrides, except these.
 RECIPES = {"transformer": "multi30k_transformer.py"}
 SETTINGS = [(5, False), (5, True), (12, False), (12, True)]
+# Their names in the scores: beam5, beam5+unk, beam12, beam12+unk.
+SETTING_NAMES = [f"beam{beam}{'+unk' if unk else ''}" for beam, unk in SETTINGS]
 
 
 def moses_detokenize(text):
@@ -127,15 +129,15 @@ def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=
         trained = json.load(f)
     chosen = {} if length_penalty is None else {"length_penalty": length_penalty}
     rows = {}
-    for beam, unk in SETTINGS:
+    for (beam, unk), name in zip(SETTINGS, SETTING_NAMES):
         translator = Translator.from_run(run_dir, model_file=model_file, beam_size=beam,
                                          replace_unk=unk, stop_rule=stop_rule, **chosen)
         outputs = translator(sources)
         tok = corpus_scores(outputs, tokenised, tokenized=True)
         detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
         if hypotheses is not None:
-            hypotheses[f"beam{beam}{'+unk' if unk else ''}"] = list(outputs)
-        rows[f"beam{beam}{'+unk' if unk else ''}"] = {
+            hypotheses[name] = list(outputs)
+        rows[name] = {
             "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
             "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
         }
@@ -180,7 +182,7 @@ def mean_sd(values):
 
 
 def table(results):
-    columns = [f"beam{b}{'+unk' if u else ''}" for b, u in SETTINGS]
+    columns = SETTING_NAMES
     lines = ["| model | seeds | epochs | training h | " + " | ".join(
                  f"{c} tok / detok" for c in columns) + " |",
              "|---" * (4 + len(columns)) + "|"]
