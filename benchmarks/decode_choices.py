@@ -65,10 +65,13 @@ def main(argv=None):
         grid.update({(name, a): b for a, b in zip(args.alphas, row)})
         print(f"| {name} | {' | '.join(f'{b:.2f}' for b in row)} |", flush=True)
     chosen = max(grid, key=grid.get)
-    default_test = bleu(args.run_dir, "best.keras", 1.0, *test, args.beam_size)
     outputs = {}
     scores = score(args.run_dir, model_file=models[chosen[0]], length_penalty=chosen[1],
                    hypotheses=outputs)["scores"]
+    # The default (best.keras, α = 1) needs its own test pass only when it was not chosen.
+    default_test = (scores[f"beam{args.beam_size}"]["tokenised_bleu"]
+                    if chosen == ("best", 1.0) and f"beam{args.beam_size}" in scores
+                    else bleu(args.run_dir, "best.keras", 1.0, *test, args.beam_size))
     print(f"\nchosen on val: {chosen[0]}, α={chosen[1]:g} (val {grid[chosen]:.2f})")
     print(f"test2016 BLEU beam {args.beam_size}: default (best, α=1) {default_test:.2f}; chosen: "
           + ", ".join(f"{name} {row['tokenised_bleu']:.2f}" for name, row in scores.items()))
