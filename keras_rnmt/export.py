@@ -65,6 +65,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
     import tensorflow as tf
 
     from keras_rnmt.search import beam_search_continue, beam_search_start
+    from keras_rnmt.search.cast_once import cast_weights_once
     from keras_rnmt.search.shrinking import graph_shrinking_beam_search
 
     bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
@@ -80,8 +81,13 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
         `beam_search`'s best hypotheses, in chunks of steps that shed the sentences
         already done (as `Translator` does from Python).
         """
+        with cast_weights_once(model):  # a mixed policy's casts stay outside the loop
+            tokens, scores = _search(source, max_length, max_steps)
+        return target_tokenizer.detokenize(tokens), scores
+
+    def _search(source, max_length, max_steps):
         state = model.search_state(source)
-        tokens, scores = graph_shrinking_beam_search(
+        return graph_shrinking_beam_search(
             lambda: beam_search_start(
                 model.search_step, state, batch_size=tf.shape(source)[0],
                 max_length=max_length, source_mask=tf.not_equal(source, 0),
@@ -90,7 +96,6 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
                 model.search_step, carry, eos_id=eos_id, length_penalty=length_penalty,
                 stop_rule=stop_rule, until=until, **options),
             beam_size)
-        return target_tokenizer.detokenize(tokens), scores
 
     def translate(strings):
         """Non-blank strings (B',) -> (texts (B',), scores (B',))."""

@@ -15,6 +15,7 @@ from keras_rnmt.search import (
     check_stop_rule,
     greedy_search,
 )
+from keras_rnmt.search.cast_once import cast_weights_once
 from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import replace_unknown
 
@@ -292,21 +293,25 @@ class Translator:
                         max_length=max_length, source_mask=ops.not_equal(source, 0),
                         max_steps=max_steps)
 
+        # Each compiled call casts a mixed-precision model's weights once, not every step.
         def greedy(source, max_length):
-            state = model.search_state(source, max_length=max_steps)
-            result = greedy_search(model.search_step, state, eos_id=target.eos_id,
-                                   **common(source, max_length))
+            with cast_weights_once(model):
+                state = model.search_state(source, max_length=max_steps)
+                result = greedy_search(model.search_step, state, eos_id=target.eos_id,
+                                       **common(source, max_length))
             return result.tokens, result.scores, result.attention
 
         def start(source, max_length):
-            state = model.search_state(source, max_length=max_steps)
-            return beam_search_start(model.search_step, state,
-                                     **{**common(source, max_length), **options})
+            with cast_weights_once(model):
+                state = model.search_state(source, max_length=max_steps)
+                return beam_search_start(model.search_step, state,
+                                         **{**common(source, max_length), **options})
 
         def advance(carry, until):
-            return beam_search_continue(model.search_step, carry, eos_id=target.eos_id,
-                                        length_penalty=self.length_penalty,
-                                        stop_rule=self.stop_rule, until=until, **options)
+            with cast_weights_once(model):
+                return beam_search_continue(model.search_step, carry, eos_id=target.eos_id,
+                                            length_penalty=self.length_penalty,
+                                            stop_rule=self.stop_rule, until=until, **options)
 
         return [greedy] if self.beam_size <= 1 else [start, advance]
 

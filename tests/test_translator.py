@@ -95,9 +95,13 @@ def test_texts_detokenized_in_one_call_match_each_hypothesis_ids(translator_part
 
 
 def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(translator_parts,
-                                                                         tmp_path):
+                                                                         tmp_path, monkeypatch):
+    import contextlib
+
     import keras
     from run_helpers import save_run
+
+    from keras_rnmt import translator as translator_module
 
     model, source_tokenizer, target_tokenizer = translator_parts
     run_dir = save_run(str(tmp_path / "run"), model, source_tokenizer, target_tokenizer)
@@ -109,6 +113,12 @@ def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(transla
     assert half.model.decoder.output_layer.kernel.dtype == "float32"  # weights stay float32
     results = half.translate(inputs)
     assert len(results) == 3 and results[1].text == ""
+    # Weights cast once per search call give what a cast at every step gives.
+    monkeypatch.setattr(translator_module, "cast_weights_once", lambda m: contextlib.nullcontext())
+    half._compiled = {}
+    every_step = half.translate(inputs)
+    assert [r.text for r in every_step] == [r.text for r in results]
+    np.testing.assert_array_equal([r.score for r in every_step], [r.score for r in results])
     assert len(full) == 3
     # The same weights: the logits agree up to bfloat16 rounding (8 mantissa bits).
     source, target = np.array([[4, 5, 6, 3]], "int32"), np.array([[2, 4, 5]], "int32")
