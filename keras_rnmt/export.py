@@ -212,9 +212,10 @@ def export_run(run_dir, path, model_file="best.keras", dtype_policy=None, **kwar
         model_file: str, the model file inside `run_dir`. Defaults to "best.keras".
         dtype_policy: optional Keras dtype policy name (e.g. "mixed_bfloat16") the exported
             graph computes in, whatever the policy of training: its weights stay float32,
-            its matmuls run in bfloat16 and a few hypotheses change. On a CPU with AVX-512
-            BF16 that served batches of 64 1.15–1.23× faster and single sentences 1.3–1.6×
-            slower (`benchmarks/RESULTS.md` §2). Defaults to the global policy.
+            its matmuls run in bfloat16 (the weights cast once per call, outside the search
+            loop) and a few hypotheses change. On a CPU with AVX-512 BF16 that served
+            batches of 64 1.36× faster and single sentences 1.4× faster
+            (`benchmarks/RESULTS.md` §2). Defaults to the global policy.
         **kwargs: `export_saved_model` options (`beam_size`, `length_penalty`, ...).
 
     Returns:
