@@ -8,18 +8,25 @@ and `.../{system}-{tag}-seedS/test_hypotheses.txt` (tag `none`: `{name}-seedS`) 
 `quality.py` writes them), sacreBLEU's paired bootstrap resampling (Koehn, 2004; 1,000
 resamples of the 1,000 test2016 sentences, tokenised BLEU against `lc.norm.tok`) gives both
 systems' BLEU, its 95% confidence interval and the p-value of the system beating the
-baseline by chance. Prints one markdown row per (tag, seed). A hypotheses file whose BLEU
+baseline by chance. Prints one markdown row per (tag, seed), then per tag a row for the mean
+over seeds: the same resamples of test sentences applied to every seed of both models, the
+difference of the two means of seed BLEUs, its 95% interval and sacreBLEU's p-value (this
+covers test-set sampling, not the seed-to-seed spread). A hypotheses file whose BLEU
 differs from the run's `scores.json` (beam 5) was written by an older search (the 8-epoch
 runs decoded with the exact stop rule at the end of training) and is flagged.
 """
 
 import argparse
+import collections
 import glob
 import json
 import os
 import re
 import subprocess
 import sys
+
+import numpy as np
+import sacrebleu
 
 from sb import data_dir
 
@@ -36,6 +43,61 @@ def paired_bootstrap(reference, baseline, system, samples):
         capture_output=True, text=True, check=True)
     rows = json.loads(process.stdout)
     return [row["BLEU"] for row in rows]
+
+
+def sentence_statistics(hypotheses, references):
+    """Per sentence: matched and total n-grams for n = 1..4, then hypothesis and reference
+    lengths (S, 10); BLEU's sufficient statistics on whitespace tokens (sacreBLEU's
+    `--tokenize none`)."""
+    rows = []
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        hyp, ref = hypothesis.split(), reference.split()
+        row = []
+        for n in range(1, 5):
+            hyp_ngrams = collections.Counter(zip(*(hyp[i:] for i in range(n))))
+            ref_ngrams = collections.Counter(zip(*(ref[i:] for i in range(n))))
+            row.append(sum((hyp_ngrams & ref_ngrams).values()))
+            row.append(max(0, len(hyp) - n + 1))
+        rows.append(row + [len(hyp), len(ref)])
+    return np.array(rows, "float64")
+
+
+def bleu_of(totals):
+    """Corpus BLEU from summed statistics (..., 10), as sacreBLEU computes it when every
+    n-gram order has a match (it smooths only a zero count)."""
+    matches, counts = totals[..., 0:8:2], totals[..., 1:8:2]
+    if np.any(matches == 0):
+        raise ValueError("an n-gram order without a match: smoothing not implemented")
+    log_precision = np.log(matches / counts).mean(-1)
+    hyp_len, ref_len = totals[..., 8], totals[..., 9]
+    brevity = np.where(hyp_len < ref_len, 1 - ref_len / np.maximum(hyp_len, 1), 0.0)
+    return 100 * np.exp(log_precision + brevity)
+
+
+def pooled_bootstrap(reference, baselines, systems, samples, seed=12345):
+    """Mean-over-seeds paired bootstrap: (baseline mean, system mean, difference, 95% CI of
+    the difference, p-value as sacreBLEU's paired bootstrap computes it)."""
+    with open(reference, encoding="utf-8") as f:
+        references = f.read().splitlines()
+    stats = []
+    for path in baselines + systems:
+        with open(path, encoding="utf-8") as f:
+            hypotheses = f.read().splitlines()
+        stats.append(sentence_statistics(hypotheses, references))
+        expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score
+        assert abs(bleu_of(stats[-1].sum(0)) - expected) < 1e-6, (path, expected)
+    stats = np.stack(stats)  # runs x S x 10
+    index = np.random.default_rng(seed).integers(0, len(references), (samples, len(references)))
+    resampled = bleu_of(np.stack([stats[:, rows].sum(1) for rows in index], 1))  # runs x N
+    full = bleu_of(stats.sum(1))
+    split = len(baselines)
+    difference = full[split:].mean() - full[:split].mean()
+    differences = resampled[split:].mean(0) - resampled[:split].mean(0)
+    low, high = np.percentile(differences, [2.5, 97.5])
+    # sacreBLEU's test statistic: the absolute difference, centred on its resampled mean.
+    centred = np.abs(differences) - np.abs(differences).mean()
+    p_value = (np.sum(centred > abs(difference)) + 1) / (samples + 1)
+    return full[:split].mean(), full[split:].mean(), difference, (low, high), p_value
 
 
 def seeds(name, tag):
@@ -59,6 +121,7 @@ def main(argv=None):
     print(f"| tag | seed | {args.baseline} (95% CI) | {args.system} (95% CI) | difference | p |")
     print("|---|---:|---:|---:|---:|---:|")
     for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
+        pairs = []
         for seed in sorted(seeds(args.baseline, tag) & seeds(args.system, tag)):
             paths = [os.path.join(RUNS, f"{name}{tag}-seed{seed}", args.hypotheses)
                      for name in (args.baseline, args.system)]
@@ -71,6 +134,12 @@ def main(argv=None):
                   + "".join(stale(path, row["score"]) for path, row in zip(paths, (base, system))
                             if args.hypotheses == "test_hypotheses.txt"),
                   flush=True)
+            pairs.append(paths)
+        if len(pairs) > 1:
+            base, system, difference, (low, high), p = pooled_bootstrap(
+                reference, [b for b, _ in pairs], [s for _, s in pairs], args.samples)
+            print(f"| {tag or '(none)'} | mean of {len(pairs)} | {base:.2f} | {system:.2f} | "
+                  f"{difference:+.2f} (95% CI {low:+.2f} to {high:+.2f}) | {p:.3f} |", flush=True)
 
 
 def stale(hypotheses, bleu):
