@@ -27,7 +27,6 @@ import sys
 
 import numpy as np
 import sacrebleu
-
 from sb import data_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
