@@ -2,7 +2,6 @@
 
 import keras
 import numpy as np
-import pytest
 from keras import ops
 
 from keras_rnmt.search.cast_once import CastWeightsOnce, cast_weights_once
@@ -48,14 +47,42 @@ def test_a_float32_model_needs_no_scope():
         assert scope is None  # a do-nothing context, not a stateless scope
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="inspects a TensorFlow graph")
-def test_tensorflow_loop_body_reads_no_variables():
+class ReadRecorder(keras.layers.Dense):
+    """A Dense layer that records what its kernel reads as during each call."""
+
+    def call(self, inputs):
+        self.reads.append(self.kernel.value)
+        return super().call(inputs)
+
+
+def test_every_read_in_a_layer_call_is_the_copy_made_once():
+    layer = ReadRecorder(4, dtype="mixed_bfloat16")
+    layer.reads = []
+    layer.build((None, 3))
+    x = np.ones((2, 3), "float32")
+    with CastWeightsOnce(layer) as scope:
+        layer(x)
+        layer(x)
+    copy = scope._copies[id(layer.kernel)]
+    assert layer.reads[0] is copy and layer.reads[1] is copy  # no cast per read
+    layer(x)  # outside the scope: cast again at the read
+    assert layer.reads[2] is not copy
+    assert keras.backend.standardize_dtype(layer.reads[2].dtype) == "bfloat16"
+    if keras.backend.backend() == "tensorflow":
+        assert_tensorflow_loop_body_reads_no_variables()
+
+
+def assert_tensorflow_loop_body_reads_no_variables():
+    """In a traced `while` loop the scope moves the weight reads (and casts) before it."""
     import tensorflow as tf
 
     model, dense, _ = mixed_block()
 
     def loop(x):
-        return keras.ops.fori_loop(0, 3, lambda i, h: ops.cast(ops.tanh(dense(h)[:, :6]), "float32") + h, x)
+        def body(i, h):
+            return ops.cast(ops.tanh(dense(h)[:, :6]), "float32") + h
+
+        return keras.ops.fori_loop(0, 3, body, x)
 
     def reads_in_loop_body(scoped):
         @tf.function
