@@ -296,8 +296,8 @@ def build_parser():
                         help="beam search's stop rule in the graph (see translate --help)")
     export.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="the Keras dtype policy the graph computes in (mixed_bfloat16: "
-                             "weights stay float32; on AVX-512 BF16 CPUs faster for large "
-                             "batches, slower for single sentences)")
+                             "weights stay float32, cast once per call; on AVX-512 BF16 CPUs "
+                             "faster for batches and single sentences)")
     export.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="attention heatmap of a sentence, or training curves")
