@@ -60,15 +60,42 @@ def peak_memory_mb():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def compiled_model(config, source_tokenizer, target_tokenizer):
+    """`(model_config, model)`: the config's model for these vocabularies, initialised and
+    compiled with its optimizer and loss, as the recipe trains it."""
+    from keras_rnmt.models import build_model
+    from keras_rnmt.training.losses import MaskedCrossEntropy
+    from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
+
+    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
+                                        target_vocab_size=target_tokenizer.vocabulary_size())
+    model = build_model(model_config)
+    if config.uniform_init:
+        uniform_initialize(model, config.uniform_init, seed=config.seed)
+    model.compile(optimizer=get_optimizer(config.optimizer, config.learning_rate or None,
+                                          config.clipnorm or None),
+                  loss=MaskedCrossEntropy(config.label_smoothing))
+    return model_config, model
+
+
+def fit_batches(model, batches):
+    """One `model.fit` pass over `batches` of (source, target_in, target_out) arrays,
+    returning once the device has finished."""
+    import keras
+
+    def generator():
+        for s, ti, to in batches:
+            yield (s, ti), to
+    model.fit(generator(), steps_per_epoch=len(batches), epochs=1, verbose=0)
+    float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
+
+
 def main(argv=None):
     args = parse_args(argv)
     import keras
     import numpy as np
 
     from keras_rnmt.data import make_dataset
-    from keras_rnmt.models import build_model
-    from keras_rnmt.training.losses import MaskedCrossEntropy
-    from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
     from keras_rnmt.training.train import prepare_data
 
     overrides = dict(item.split("=", 1) for item in args.set)
@@ -92,21 +119,7 @@ def main(argv=None):
                                repeat=True)
         batches = [tuple(np.asarray(x) for x in (s, ti, to))
                    for (s, ti), to in dataset.take(total).as_numpy_iterator()]
-    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
-                                        target_vocab_size=target_tokenizer.vocabulary_size())
-    model = build_model(model_config)
-    if config.uniform_init:
-        uniform_initialize(model, config.uniform_init, seed=config.seed)
-    model.compile(optimizer=get_optimizer(config.optimizer, config.learning_rate or None,
-                                          config.clipnorm or None),
-                  loss=MaskedCrossEntropy(config.label_smoothing))
-
-    def fit(selection):
-        def generator():
-            for s, ti, to in selection:
-                yield (s, ti), to
-        model.fit(generator(), steps_per_epoch=len(selection), epochs=1, verbose=0)
-        float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
+    model_config, model = compiled_model(config, source_tokenizer, target_tokenizer)
 
     # Compile every shape the timed steps use, then the warm-up steps.
     seen, first_of_shape = set(), []
@@ -116,12 +129,12 @@ def main(argv=None):
             seen.add(key)
             first_of_shape.append(batch)
     start = time.perf_counter()
-    fit(first_of_shape + batches[:args.warmup])
+    fit_batches(model, first_of_shape + batches[:args.warmup])
     warmup_seconds = time.perf_counter() - start
 
     timed = batches[args.warmup:]
     start = time.perf_counter()
-    fit(timed)
+    fit_batches(model, timed)
     seconds = time.perf_counter() - start
 
     source_lengths = np.concatenate([(b[0] != 0).sum(1) for b in timed])
