@@ -54,20 +54,23 @@ def hlo_ops(dump_dir):
         raise SystemExit(f"no optimised train-step HLO in {dump_dir}: is KERAS_BACKEND=jax?")
     ops, calls, computation, with_dot = {}, {}, "", set()
     pattern = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (\S+) ")
-    for line in open(paths[-1]):
+    with open(paths[-1]) as f:
+        lines = f.readlines()
+    for line in lines:
         if line.startswith("%") or line.startswith("ENTRY"):
             computation = line.split()[1 if line.startswith("ENTRY") else 0].lstrip("%")
         match = pattern.match(line)
         if not match:
             continue
-        if " dot(" in line:
+        is_dot = " dot(" in line
+        if is_dot:
             with_dot.add(computation)
         called = re.search(r"calls=%([\w.\-]+)", line)
         if called:
             calls[match.group(1)] = called.group(1)
         op_name = re.search(r'op_name="([^"]*)"', line)
         ops.setdefault(match.group(1), [match.group(2), op_name.group(1) if op_name else "",
-                                        " dot(" in line])
+                                        is_dot])
     for name, called in calls.items():
         ops[name][2] = ops[name][2] or called in with_dot
     return ops
