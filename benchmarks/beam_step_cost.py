@@ -1,6 +1,7 @@
 """The cost of a beam step's bookkeeping on this CPU, one backend per run.
 
     KERAS_BACKEND=tensorflow python benchmarks/beam_step_cost.py   # seconds
+    python benchmarks/beam_step_cost.py --batch 4 --beams 2 --vocab 58   # smoke
 
 Random inputs of the decoding benchmark's shape (B=64 sentences, K=5 beams, SB's 7,859
 target words), each op compiled for the backend (tf.function, jax.jit; eager PyTorch), best

@@ -2,6 +2,9 @@
 vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same data.
 
     python benchmarks/decode_throughput.py                   # about 30 min here
+    python benchmarks/decode_throughput.py --no-joeynmt --run-dir /tmp/d \
+        --saved-model /tmp/d_saved --train-steps 2 --sentences 64 \
+        --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
 1. Our model: `train_worker.py` under JAX, 460 updates of SB (20 warm-up + 440 timed),
    saved as a run directory `benchmarks/work/ours_epoch1` (reused when present).
@@ -31,15 +34,16 @@ RUN_DIR = os.path.join(HERE, "work", "ours_epoch1")
 SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
-def decode(backend, run_dir, stop_rule, dtype_policy=""):
+def decode(backend, run_dir, stop_rule, dtype_policy="", sentences=0):
     env = worker_env(KERAS_BACKEND=backend)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
-                              "--stop-rule", stop_rule, "--dtype-policy", dtype_policy],
+                              "--stop-rule", stop_rule, "--dtype-policy", dtype_policy,
+                              "--sentences", str(sentences)],
                              env=env, capture_output=True, text=True, cwd=HERE)
     return result_line(process, f"{backend} decode")
 
 
-def export_and_serve(run_dir, path, stop_rule, dtype_policy=""):
+def export_and_serve(run_dir, path, stop_rule, dtype_policy="", sentences=0):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
     policy = ["--dtype-policy", dtype_policy] if dtype_policy else []
@@ -49,7 +53,8 @@ def export_and_serve(run_dir, path, stop_rule, dtype_policy=""):
     if process.returncode:
         raise SystemExit("export failed:\n" + process.stdout[-2000:] + process.stderr[-4000:])
     process = subprocess.run([sys.executable, os.path.join(HERE, "serve_worker.py"), path,
-                              data_dir()], env=env, capture_output=True, text=True, cwd="/")
+                              data_dir(), "--sentences", str(sentences)],
+                             env=env, capture_output=True, text=True, cwd="/")
     return result_line(process, "SavedModel serving")
 
 
@@ -65,25 +70,39 @@ def main(argv=None):
     parser.add_argument("--no-saved-model", action="store_true")
     parser.add_argument("--no-joeynmt", action="store_true")
     parser.add_argument("--retrain", action="store_true", help="train both models again")
+    parser.add_argument("--run-dir", default=RUN_DIR,
+                        help="our trained run (trained here first when it has no best.keras)")
+    parser.add_argument("--saved-model", default=SAVED, help="where to export it")
+    parser.add_argument("--train-steps", type=int, default=440,
+                        help="timed updates (after 20 warm-up) when training ours")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="SB overrides for training ours (a smoke test: a tiny model)")
+    parser.add_argument("--sentences", type=int, default=0,
+                        help="decode only the first N test2016 sentences (0 = all 1,000)")
     parser.add_argument("--json", default="", help="also write all figures to this file")
     args = parser.parse_args(argv)
+    if args.sentences and not args.no_joeynmt:
+        parser.error("--sentences times part of test2016, JoeyNMT all of it: add --no-joeynmt")
 
     figures = {"ours": {}}
-    if args.retrain or not os.path.exists(os.path.join(RUN_DIR, "best.keras")):
-        training = run_worker("jax", 440, 20, extra=["--run-dir", RUN_DIR])
-        print(f"ours: trained 460 updates under JAX in {training['seconds']:.0f} s timed "
+    if args.retrain or not os.path.exists(os.path.join(args.run_dir, "best.keras")):
+        training = run_worker("jax", args.train_steps, 20, args.set,
+                              extra=["--run-dir", args.run_dir])
+        print(f"ours: trained {args.train_steps + 20} updates under JAX in {training['seconds']:.0f} s timed "
               f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
         figures["ours_training"] = training
     for backend in args.backends:
-        result = decode(backend, RUN_DIR, args.stop_rule, args.dtype_policy)
+        result = decode(backend, args.run_dir, args.stop_rule, args.dtype_policy,
+                        args.sentences)
         figures["ours"][backend] = result
         print(f"ours/{backend}: {result['sentences_per_second']:.1f} sentences/s "
               f"(first pass with compilation {result['first_pass_seconds']:.0f} s; "
               f"BLEU {result['tokenised_bleu']:.2f}, "
               f"{result['mean_output_tokens']:.1f} tokens/output)", flush=True)
     if not args.no_saved_model:
-        saved = SAVED + ("_" + args.dtype_policy if args.dtype_policy else "")
-        result = export_and_serve(RUN_DIR, saved, args.stop_rule, args.dtype_policy)
+        saved = args.saved_model + ("_" + args.dtype_policy if args.dtype_policy else "")
+        result = export_and_serve(args.run_dir, saved, args.stop_rule, args.dtype_policy,
+                                  args.sentences)
         figures["saved_model"] = result
         print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
               f"in batches of 64 ({result['length_sorted_sentences_per_second']:.1f} in "

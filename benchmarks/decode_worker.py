@@ -27,6 +27,8 @@ def main(argv=None):
     parser.add_argument("--dtype-policy", default="",
                         help="the Keras dtype policy to load the model under (e.g. "
                              "mixed_bfloat16; default: float32)")
+    parser.add_argument("--sentences", type=int, default=0,
+                        help="only the first N test2016 sentences (0 = all)")
     args = parser.parse_args(argv)
     import keras
     import sacrebleu
@@ -37,6 +39,8 @@ def main(argv=None):
         sources = f.read().splitlines()
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de"), encoding="utf-8") as f:
         references = f.read().splitlines()
+    if args.sentences:
+        sources, references = sources[:args.sentences], references[:args.sentences]
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      batch_size=args.batch_size, stop_rule=args.stop_rule,
                                      dtype_policy=args.dtype_policy or None)

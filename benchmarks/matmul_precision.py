@@ -1,6 +1,7 @@
 """float32 vs bfloat16 matmul speed per backend on this CPU, at SB's shapes.
 
     python benchmarks/matmul_precision.py        # about a minute
+    python benchmarks/matmul_precision.py --shapes 64x128x256   # other shapes (MxKxN)
 
 For each backend (a subprocess with its `KERAS_BACKEND`) and each shape: the numpy-style
 2048x2048 peak shape, the decoder LSTM's per-step matmul in training (64 x 1280 by
@@ -9,6 +10,7 @@ the best of 3 × 20 compiled calls (tf.function, jax.jit, eager torch), in GFLOP
 Mixed precision pays off on a backend only where its bfloat16 matmul beats float32.
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -18,8 +20,9 @@ import time
 SHAPES = ((2048, 2048, 2048), (64, 1280, 2048), (960, 512, 7936))
 
 
-def measure():
-    """In a worker: GFLOP/s of each shape in float32 and bfloat16 for KERAS_BACKEND."""
+def measure(shapes):
+    """In a worker: GFLOP/s of each (m, k, n) shape in float32 and bfloat16 for
+    KERAS_BACKEND."""
     import keras
     from keras import ops
 
@@ -35,7 +38,7 @@ def measure():
     else:
         matmul = ops.matmul
     figures = {}
-    for m, k, n in SHAPES:
+    for m, k, n in shapes:
         for dtype in ("float32", "bfloat16"):
             a = ops.cast(keras.random.normal((m, k)), dtype)
             b = ops.cast(keras.random.normal((k, n)), dtype)
@@ -47,30 +50,45 @@ def measure():
                     result = matmul(a, b)
                 ops.convert_to_numpy(ops.cast(result[:1, :1], "float32"))
                 best = min(best, (time.perf_counter() - start) / 20)
-            figures[f"{m}x{k}x{n} {dtype}"] = round(2 * m * k * n / best / 1e9, 1)
+            figures[f"{m}x{k}x{n} {dtype}"] = round(2 * m * k * n / best / 1e9, 4)
     print("RESULT " + json.dumps(figures), flush=True)
 
 
-def main():
+def shape(text):
+    """`MxKxN` -> (m, k, n)."""
+    try:
+        m, k, n = (int(size) for size in text.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a shape is MxKxN, e.g. 64x1280x2048; got {text!r}") from None
+    return m, k, n
+
+
+def main(argv=None):
     from sb import matmul_peak
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", type=shape, default=list(SHAPES),
+                        help="matmul shapes MxKxN (default: the 2048 cube and SB's two)")
+    args = parser.parse_args(argv)
+    shapes = [f"{m}x{k}x{n}" for m, k, n in args.shapes]
     print(f"numpy float32 2048x2048: {matmul_peak() / 1e9:.0f} GFLOP/s")
     for backend in ("tensorflow", "jax", "torch"):
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-        process = subprocess.run([sys.executable, __file__, "--worker"], env=env,
+        process = subprocess.run([sys.executable, __file__, "--worker", *shapes], env=env,
                                  capture_output=True, text=True)
         lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
         if not lines:
             raise SystemExit(f"{backend} worker failed:\n{process.stderr[-3000:]}")
         figures = json.loads(lines[-1][len("RESULT "):])
-        for m, k, n in SHAPES:
+        for m, k, n in args.shapes:
             f32, bf16 = figures[f"{m}x{k}x{n} float32"], figures[f"{m}x{k}x{n} bfloat16"]
             print(f"{backend:10s} {m}x{k} by {k}x{n}: float32 {f32:.0f}, bfloat16 {bf16:.0f} "
                   f"GFLOP/s ({bf16 / f32:.2f}x)")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--worker"]:
-        measure()
+    if sys.argv[1:2] == ["--worker"]:
+        measure([shape(text) for text in sys.argv[2:]])
     else:
         main()

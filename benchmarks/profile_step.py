@@ -1,6 +1,8 @@
 """Where one SB training step spends its time under JAX: an XLA profile, by model part.
 
     KERAS_BACKEND=jax python benchmarks/profile_step.py --length 14 --steps 10 --top 25
+    KERAS_BACKEND=jax python benchmarks/profile_step.py --length 4 --steps 1 --warmup 1 \
+        --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
 Builds SB (`--set` changes it), runs `--warmup` steps on synthetic batches whose sources
 and targets all have `--length` tokens (one compiled shape), then `--steps` more under

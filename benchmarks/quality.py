@@ -2,7 +2,7 @@
 
     python benchmarks/quality.py                                   # every model (many hours here)
     python benchmarks/quality.py --models bahdanau recurrent-k5 --seeds 0 1 2
-    python benchmarks/quality.py --models recurrent-k5 --work /tmp/q \
+    python benchmarks/quality.py --models recurrent-k5 --work /tmp/q --records /tmp/q/runs \
         --set epochs=1 steps_per_epoch=20 validation_sentences=64  # a smoke run, minutes
     python benchmarks/quality.py --models bahdanau --seeds 0 --tag=-ft \
         --init-from benchmarks/work/quality --set epochs=3 learning_rate=2.5e-4  # continue
@@ -164,10 +164,11 @@ def total_cost(run_dir):
             "init_from": os.path.relpath(init_from, ROOT) if init_from else None}
 
 
-def keep_record(result):
-    """Copy a scored run's small files (not its model) to `benchmarks/runs/` for git."""
+def keep_record(result, records=RECORDS):
+    """Copy a scored run's small files (not its model) to `records` (`benchmarks/runs/`, for
+    git)."""
     run_dir = result["run_dir"]
-    record = os.path.join(RECORDS, os.path.basename(run_dir))
+    record = os.path.join(records, os.path.basename(run_dir))
     os.makedirs(record, exist_ok=True)
     for name in KEPT_FILES:
         shutil.copyfile(os.path.join(run_dir, name), os.path.join(record, name))
@@ -205,6 +206,9 @@ def main(argv=None):
     parser.add_argument("--seeds-for", nargs="*", default=["bahdanau", "recurrent-k5"],
                         help="models trained with every seed of --seeds (the rest: the first)")
     parser.add_argument("--work", default=os.path.join(HERE, "work", "quality"))
+    parser.add_argument("--records", default=RECORDS,
+                        help="where each scored run's small files go (default: benchmarks/runs,"
+                             " kept in git)")
     parser.add_argument("--stop-rule", default="current", choices=["current", "bound"],
                         help="beam search's stop rule for scoring (Translator's default: current)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
@@ -231,7 +235,7 @@ def main(argv=None):
                      args.stop_rule)
                for seed in seeds]
         for result in new:
-            keep_record(result)
+            keep_record(result, args.records)
         # Seeds scored by earlier invocations stay, so each seed can have its own invocation.
         scored = {r["run_dir"] for r in new}
         results[key] = sorted([r for r in results.get(key, []) if r["run_dir"] not in scored]

@@ -2,6 +2,8 @@
 
     python benchmarks/recurrent_cost.py                      # about 20 min here
     python benchmarks/recurrent_cost.py --backend tensorflow --lengths 10 20
+    python benchmarks/recurrent_cost.py --steps 2 --warmup 1 --lengths 6 --length-steps 2 \
+        --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
 Both models are SB with only the attention changed (`attention=recurrent window=5` adds
 a dynamic memory, an LSTM over the 2k+1 = 11 previous attention weights, per source word;
@@ -30,6 +32,8 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--lengths", nargs="*", type=int, default=[10, 20, 40, 80])
     parser.add_argument("--length-steps", type=int, default=10)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="SB overrides for both models (e.g. memory_units=128)")
     parser.add_argument("--json", default="", help="also write all figures to this file")
     args = parser.parse_args(argv)
 
@@ -39,7 +43,7 @@ def main(argv=None):
     for label, steps, warmup, extra in settings:
         row = {"setting": label}
         for name, overrides in MODELS.items():
-            result = run_worker(args.backend, steps, warmup, overrides, extra)
+            result = run_worker(args.backend, steps, warmup, args.set + overrides, extra)
             row[name] = result
             print(f"{label} {name}: {result['target_tokens_per_second']:.0f} tok/s, "
                   f"peak memory {result['peak_host_memory_mb']:.0f} MiB", flush=True)

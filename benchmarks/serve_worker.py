@@ -1,21 +1,23 @@
 """Time an exported SavedModel with plain TensorFlow (keras_rnmt is never imported).
 
-    python benchmarks/serve_worker.py saved_models/bench_epoch1 DATA_DIR
+    python benchmarks/serve_worker.py saved_models/bench_epoch1 DATA_DIR [--sentences N]
 
 Batch throughput: test2016 in file order, 64 raw strings per call, one untimed pass first
 (tracing), then a timed pass; then a timed pass in batches of similar length, as a client
 that sorts its requests would send them (what `Translator` does; the outputs must be those of
 the file-order pass). Latency: the first 200 sentences one per call (after 10
-warm-up calls), median and 95th percentile. Prints one `RESULT {json}` line.
+warm-up calls), median and 95th percentile. Prints one `RESULT {json}` line. `--sentences N`
+uses only the first N sentences of test2016 (a smoke test).
 """
 
+import argparse
 import json
 import os
 import sys
 import time
 
 
-def main(path, data):
+def main(path, data, limit=0):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
@@ -24,6 +26,8 @@ def main(path, data):
     serve = tf.saved_model.load(path).signatures["serving_default"]
     with open(os.path.join(data, "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
         sources = f.read().splitlines()
+    if limit:
+        sources = sources[:limit]
 
     def run_batches(order=None):
         outputs = [None] * len(sources)
@@ -69,4 +73,10 @@ def main(path, data):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="the SavedModel folder")
+    parser.add_argument("data", help="the Multi30k folder")
+    parser.add_argument("--sentences", type=int, default=0,
+                        help="only the first N test2016 sentences (0 = all)")
+    args = parser.parse_args()
+    main(args.path, args.data, args.sentences)

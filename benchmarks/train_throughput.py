@@ -3,6 +3,8 @@
     python benchmarks/train_throughput.py                    # everything (about 40 min here)
     python benchmarks/train_throughput.py --backends jax --no-joeynmt --steps 50
     python benchmarks/train_throughput.py --backends tensorflow tensorflow:mixed_bfloat16
+    python benchmarks/train_throughput.py --no-joeynmt --steps 2 --warmup 1 \
+        --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
 Prints target tokens/s per backend (`train_worker.py`: 200 timed `model.fit` steps after 20
 warm-up steps, every batch shape compiled first), JoeyNMT's own "Tokens per Sec" (mean of

@@ -1,0 +1,56 @@
+"""`benchmarks/joeynmt_peer.py` reads JoeyNMT's figures from its log (pure text processing).
+
+The log below is made of lines of a real JoeyNMT 2.3.0 run of SB (2026-11-25), shortened.
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+
+import joeynmt_peer  # noqa: E402
+from train_throughput import joeynmt_rate  # noqa: E402
+
+PREFIX = "2026-11-25 01:43:13,428 - INFO - joeynmt."
+LOG = "\n".join(PREFIX + line for line in [
+    "model - Total params: 12542208",
+    "training - Epoch   1, Step:       50, Batch Loss:     5.426104, Batch Acc: 0.103632, "
+    "Tokens per Sec:      836, Lr: 0.000500",
+    "training - Epoch   1, Step:      100, Batch Loss:     5.137426, Batch Acc: 0.163849, "
+    "Tokens per Sec:      851, Lr: 0.000500",
+    "training - Epoch   1, Step:      150, Batch Loss:     4.863563, Batch Acc: 0.203354, "
+    "Tokens per Sec:      868, Lr: 0.000500",
+    # The validation during training: greedy, before any "Decoding on ... set" line.
+    "prediction - Generation took 15.8938[sec].",
+    "prediction - Evaluation result (greedy): bleu:   5.24, loss:   3.79, ppl:  44.24, "
+    "acc:   0.35, 0.0439[sec]",
+    "prediction - Decoding on dev set... (device: cpu, n_gpu: 0, use_ddp: False, fp16: False)",
+    "prediction - Generation took 20.5776[sec].",
+    "prediction - Evaluation result (beam search): bleu:   5.64, 0.0429[sec]",
+    "prediction - Decoding on test set... (device: cpu, n_gpu: 0, use_ddp: False, fp16: False)",
+    "prediction - Generation took 20.5691[sec].",
+    "prediction - Evaluation result (beam search): bleu:   5.66, 0.0394[sec]",
+])
+
+
+def test_parse_log_reads_windows_parameters_and_the_closing_decodes():
+    result = joeynmt_peer.parse_log(LOG)
+    assert result == {
+        "train_windows": [(50, 836.0), (100, 851.0), (150, 868.0)],
+        "parameters": 12_542_208,
+        "dev_decode_seconds": 20.5776, "dev_bleu": 5.64,
+        "test_decode_seconds": 20.5691, "test_bleu": 5.66,
+    }
+
+
+def test_joeynmt_rate_averages_the_windows_after_the_first():
+    rate, windows = joeynmt_rate(joeynmt_peer.parse_log(LOG))
+    assert windows == 2 and rate == pytest.approx((851 + 868) / 2)
+
+
+def test_an_unfinished_log_has_no_test_decode():
+    """`train_one_epoch(reuse=True)` trains again unless the log has the test decode."""
+    unfinished = LOG.split("prediction - Decoding on test set")[0]
+    assert "test_decode_seconds" not in joeynmt_peer.parse_log(unfinished)

@@ -1,0 +1,200 @@
+"""Every benchmark script runs end to end, as from a fresh clone, on the real Multi30k.
+
+At toy scale: a model of a few thousand weights (`TINY`), a few steps, a few sentences. The
+figures the scripts print are then real measurements of that tiny model; they are checked for
+consistency (same model and batches on every backend, outputs equal where they must be, the
+records written), never for speed. The scripts start their own worker processes, one per
+backend where they compare backends, so these tests run in the tensorflow pass only;
+`profile_step.py` profiles XLA and runs in the jax pass. JoeyNMT itself is not installed here
+(`--no-joeynmt`); its log parsing is tested on lines of a real JoeyNMT 2.3.0 log.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import multi30k_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+
+# SB with every dimension shrunk: embeddings 8, encoder 2x8, decoder 16, 200-word vocabularies.
+TINY = ["embedding_dim=8", "encoder_units=8", "decoder_units=16", "max_vocabulary=200"]
+
+
+def run_script(name, *args, backend="tensorflow"):
+    """Run `benchmarks/NAME` with `args`; returns its stdout (fails with its log)."""
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2",
+               KERAS_RNMT_DATA=os.path.dirname(multi30k_dir()))
+    process = subprocess.run([sys.executable, os.path.join(BENCHMARKS, name), *args],
+                             env=env, capture_output=True, text=True, cwd=ROOT, timeout=1200)
+    assert process.returncode == 0, (process.stdout[-3000:] + process.stderr[-5000:])
+    return process.stdout
+
+
+def figures(stdout):
+    """The `FIGURES {json}` line every measuring script ends with."""
+    lines = [line for line in stdout.splitlines() if line.startswith("FIGURES ")]
+    assert lines, stdout[-3000:]
+    return json.loads(lines[-1][len("FIGURES "):])
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_backend(
+        tmp_path):
+    path = tmp_path / "train.json"
+    out = run_script("train_throughput.py", "--backends", "tensorflow", "jax", "torch",
+                     "--no-joeynmt", "--steps", "2", "--warmup", "1", "--json", str(path),
+                     "--set", *TINY)
+    result = figures(out)
+    assert json.loads(path.read_text()) == result
+    assert result["matmul_peak_gflop_per_second"] > 0
+    ours = result["ours"]
+    assert sorted(ours) == ["jax", "tensorflow", "torch"]
+    for backend, row in ours.items():
+        assert row["backend"] == backend and row["steps"] == 2
+        assert row["target_tokens_per_second"] > 0 and 0 < row["fraction_of_peak"] < 1
+        assert 0 <= row["padding_fraction"] < 0.5
+    # One config, one seed, one pipeline: the same weights and the same timed batches.
+    for key in ("parameters", "target_tokens", "mflop_per_target_token", "shapes"):
+        assert len({row[key] for row in ours.values()}) == 1, key
+    assert ours["jax"]["parameters"] < 20_000
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_recurrent_cost_compares_both_attentions_on_sb_and_on_fixed_lengths(tmp_path):
+    out = run_script("recurrent_cost.py", "--backend", "tensorflow", "--steps", "2",
+                     "--warmup", "1", "--lengths", "6", "--length-steps", "2", "--set", *TINY)
+    rows = figures(out)["rows"]
+    assert [row["setting"] for row in rows] == ["SB", "L=6"]
+    for row in rows:
+        bahdanau, recurrent = row["bahdanau"], row["recurrent-k5"]
+        assert (bahdanau["attention"], recurrent["attention"]) == ("bahdanau", "recurrent")
+        assert recurrent["window"] == 5
+        assert recurrent["parameters"] > bahdanau["parameters"]  # the dynamic memory's LSTM
+        assert row["time_ratio"] == pytest.approx(
+            bahdanau["target_tokens_per_second"] / recurrent["target_tokens_per_second"],
+            rel=1e-2)
+        assert recurrent["peak_host_memory_mb"] > 0
+    fixed = rows[1]["bahdanau"]
+    assert fixed["length"] == 6 and fixed["target_tokens"] == 2 * 64 * 6
+    assert fixed["padding_fraction"] == 0
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
+    run_dir, saved = tmp_path / "run", tmp_path / "saved"
+    out = run_script("decode_throughput.py", "--no-joeynmt", "--run-dir", str(run_dir),
+                     "--saved-model", str(saved), "--train-steps", "2", "--sentences", "40",
+                     "--set", *TINY)
+    result = figures(out)
+    assert result["ours_training"]["steps"] == 2
+    assert (run_dir / "best.keras").exists() and (saved / "saved_model.pb").exists()
+    assert sorted(result["ours"]) == ["jax", "tensorflow", "torch"]
+    for backend, row in result["ours"].items():
+        assert row["backend"] == backend and row["sentences"] == 40
+        assert row["sentences_per_second"] > 0 and row["mean_output_tokens"] > 0
+        assert 0 <= row["tokenised_bleu"] <= 100
+    served = result["saved_model"]
+    assert served["sentences"] == 40 and not served["keras_rnmt_imported"]
+    assert served["length_sorted_outputs_equal"]
+    assert 0 < served["latency_ms_p50"] <= served["latency_ms_p95"]
+
+
+def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt():
+    import decode_throughput
+
+    with pytest.raises(SystemExit):
+        decode_throughput.main(["--sentences", "40"])
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_validation(
+        tmp_path):
+    work, records = tmp_path / "work", tmp_path / "runs"
+    run_script("quality.py", "--models", "bahdanau", "--seeds", "0", "--work", str(work),
+               "--records", str(records), "--set", *TINY, "epochs=2", "steps_per_epoch=3",
+               "validation_sentences=16", "keep_checkpoints=2", "heatmap_sentences=0")
+    record = records / "bahdanau-seed0"
+    assert sorted(os.listdir(record)) == sorted(
+        ["config.json", "data_report.json", "log.csv", "results.json", "scores.json",
+         "test_hypotheses.txt"])
+    scores = json.loads((record / "scores.json").read_text())
+    assert scores["epochs_run"] == 2 and scores["init_from"] is None
+    assert sorted(scores["scores"]) == ["beam12", "beam12+unk", "beam5", "beam5+unk"]
+    beam5 = scores["scores"]["beam5"]
+    assert "tok:none" in beam5["tokenised_signature"]
+    assert "case:lc" in beam5["detokenised_signature"]
+    assert len((record / "test_hypotheses.txt").read_text().splitlines()) == 1000
+    summary = json.loads((work / "quality.json").read_text())
+    assert [r["run_dir"] for r in summary["bahdanau"]] == [str(work / "bahdanau-seed0")]
+
+    choices = tmp_path / "choices.json"
+    run_script("decode_choices.py", str(work / "bahdanau-seed0"), "--average", "2",
+               "--alphas", "1.0", "--json", str(choices))
+    chosen = json.loads(choices.read_text())
+    # Candidates: best.keras and the mean of epochs 1-2, each at α = 1, on validation.
+    assert sorted(row["model"] for row in chosen["val"]) == ["average 1-2", "best"]
+    assert chosen["chosen"]["model"] in ("average 1-2", "best")
+    assert chosen["test_chosen"] == chosen["test_chosen_scores"]["beam5"]["tokenised_bleu"]
+    hypotheses = (tmp_path / "test_hypotheses_chosen.txt").read_text().splitlines()
+    assert len(hypotheses) == 1000
+    table = run_script("decode_choices.py", "--table", str(choices))
+    assert "| bahdanau | 1 |" in table and f"{chosen['test_chosen']:.2f}" in table
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_significance_reproduces_each_recorded_runs_bleu():
+    """The paired bootstrap over the committed plateau records: each system's BLEU is the
+    beam-5 BLEU its `scores.json` records (the script flags a mismatch as `stale`)."""
+    out = run_script("significance.py", "--tags", "plateau", "--samples", "20")
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| -plateau")]
+    assert [row[1].strip() for row in rows] == ["0", "1", "2", "mean of 3"]
+    assert "stale" not in out
+    for row in rows[:3]:
+        for name, cell in (("bahdanau", row[2]), ("recurrent-k5", row[3])):
+            path = os.path.join(BENCHMARKS, "runs", f"{name}-plateau-seed{row[1].strip()}",
+                                "scores.json")
+            with open(path) as f:
+                recorded = json.load(f)["scores"]["beam5"]["tokenised_bleu"]
+            assert float(cell.split("±")[0]) == pytest.approx(recorded, abs=0.01)
+
+
+@pytest.mark.backends("tensorflow")
+def test_matmul_precision_measures_each_backend_in_both_precisions():
+    out = run_script("matmul_precision.py", "--shapes", "8x16x32")
+    lines = [line for line in out.splitlines() if "8x16 by 16x32" in line]
+    assert [line.split()[0] for line in lines] == ["tensorflow", "jax", "torch"]
+
+
+def test_matmul_precision_names_a_bad_shape(capsys):
+    import matmul_precision
+
+    with pytest.raises(SystemExit):
+        matmul_precision.main(["--shapes", "8x16"])
+    assert "a shape is MxKxN" in capsys.readouterr().err
+
+
+def test_beam_step_cost_chunked_top_k_matches_the_full_one():
+    out = run_script("beam_step_cost.py", "--batch", "4", "--beams", "2", "--vocab", "58",
+                     backend=os.environ["KERAS_BACKEND"])
+    assert "(same scores: True)" in out
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("jax")
+def test_profile_step_attributes_thunk_time_to_model_parts():
+    out = run_script("profile_step.py", "--length", "4", "--steps", "1", "--warmup", "1",
+                     "--top", "3", "--set", *TINY, backend="jax")
+    assert "traced thunks:" in out and "matmuls" in out
+    parts = {line.split()[0] for line in out.splitlines()
+             if line.split()[:1] and line.split()[0] in ("decoder", "encoder", "optimizer")}
+    assert parts == {"decoder", "encoder", "optimizer"}
