@@ -9,6 +9,7 @@ import keras
 import numpy as np
 from keras import ops, tree
 
+from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.search import (
     beam_search_continue,
     beam_search_start,
@@ -54,6 +55,7 @@ def load_model(path, dtype_policy=None):
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(dtype_policy)  # a ValueError names the valid policies
     try:
+        warn_if_emulated(dtype_policy)
         return keras.saving.load_model(path)
     finally:
         keras.config.set_dtype_policy(previous)

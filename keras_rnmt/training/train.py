@@ -13,6 +13,7 @@ import keras
 
 from keras_rnmt.evaluation import corpus_scores
 from keras_rnmt.models import build_model
+from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.training.callbacks import BleuCallback
 from keras_rnmt.training.checkpoints import EpochCheckpoints
 from keras_rnmt.training.distribution import distribution_scope
@@ -104,6 +105,7 @@ def train_and_evaluate(config, run_dir):
         f.write(config.to_json())
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
+    warn_if_emulated(config.dtype_policy)
 
     splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
     # Data-parallel training splits every batch evenly over the devices: drop each length

@@ -156,3 +156,18 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     results = train.train_and_evaluate(config, str(tmp_path))
     assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
 
+
+
+def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_splits,
+                                                             monkeypatch):
+    from keras_rnmt import precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2"})
+    monkeypatch.setattr(precision, "accelerator_present", lambda: False)
+    config = TrainConfig(
+        dataset="toy", toy_examples=64, min_frequency=1, dtype_policy="mixed_bfloat16",
+        model=ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot"),
+        batch_size=32, epochs=1, steps_per_epoch=1, beam_size=1, heatmap_sentences=0)
+    with pytest.warns(RuntimeWarning, match="without native bfloat16 matmuls"):
+        results = train.train_and_evaluate(config, str(tmp_path))
+    assert results["epochs_run"] == 1
