@@ -3,7 +3,7 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
 
     python benchmarks/decode_throughput.py                   # about 30 min here
     python benchmarks/decode_throughput.py --no-joeynmt --run-dir /tmp/d \
-        --saved-model /tmp/d_saved --train-steps 2 --sentences 64 \
+        --saved-model /tmp/d_saved --train-steps 2 --train-warmup 1 --sentences 64 \
         --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
 1. Our model: `train_worker.py` under JAX, 460 updates of SB (20 warm-up + 440 timed),
@@ -74,7 +74,9 @@ def main(argv=None):
                         help="our trained run (trained here first when it has no best.keras)")
     parser.add_argument("--saved-model", default=SAVED, help="where to export it")
     parser.add_argument("--train-steps", type=int, default=440,
-                        help="timed updates (after 20 warm-up) when training ours")
+                        help="timed updates when training ours")
+    parser.add_argument("--train-warmup", type=int, default=20,
+                        help="untimed updates before them")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="SB overrides for training ours (a smoke test: a tiny model)")
     parser.add_argument("--sentences", type=int, default=0,
@@ -86,9 +88,9 @@ def main(argv=None):
 
     figures = {"ours": {}}
     if args.retrain or not os.path.exists(os.path.join(args.run_dir, "best.keras")):
-        training = run_worker("jax", args.train_steps, 20, args.set,
+        training = run_worker("jax", args.train_steps, args.train_warmup, args.set,
                               extra=["--run-dir", args.run_dir])
-        print(f"ours: trained {args.train_steps + 20} updates under JAX in {training['seconds']:.0f} s timed "
+        print(f"ours: trained {args.train_steps + args.train_warmup} updates under JAX in {training['seconds']:.0f} s timed "
               f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
         figures["ours_training"] = training
     for backend in args.backends:

@@ -91,7 +91,8 @@ def test_recurrent_cost_compares_both_attentions_on_sb_and_on_fixed_lengths(tmp_
 def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     run_dir, saved = tmp_path / "run", tmp_path / "saved"
     out = run_script("decode_throughput.py", "--no-joeynmt", "--run-dir", str(run_dir),
-                     "--saved-model", str(saved), "--train-steps", "2", "--sentences", "40",
+                     "--saved-model", str(saved), "--train-steps", "2", "--train-warmup", "1",
+                     "--sentences", "40",
                      "--set", *TINY)
     result = figures(out)
     assert result["ours_training"]["steps"] == 2
@@ -120,7 +121,8 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
         tmp_path):
     work, records = tmp_path / "work", tmp_path / "runs"
     run_script("quality.py", "--models", "bahdanau", "--seeds", "0", "--work", str(work),
-               "--records", str(records), "--set", *TINY, "epochs=2", "steps_per_epoch=3",
+               "--records", str(records), "--set", *TINY, "epochs=2", "steps_per_epoch=15",
+               "learning_rate=0.01",
                "validation_sentences=16", "keep_checkpoints=2", "heatmap_sentences=0")
     record = records / "bahdanau-seed0"
     assert sorted(os.listdir(record)) == sorted(
