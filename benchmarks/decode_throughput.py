@@ -90,7 +90,8 @@ def main(argv=None):
     if args.retrain or not os.path.exists(os.path.join(args.run_dir, "best.keras")):
         training = run_worker("jax", args.train_steps, args.train_warmup, args.set,
                               extra=["--run-dir", args.run_dir])
-        print(f"ours: trained {args.train_steps + args.train_warmup} updates under JAX in {training['seconds']:.0f} s timed "
+        print(f"ours: trained {args.train_steps + args.train_warmup} updates under JAX in "
+              f"{training['seconds']:.0f} s timed "
               f"({training['target_tokens_per_second']:.0f} tok/s)", flush=True)
         figures["ours_training"] = training
     for backend in args.backends:
