@@ -73,13 +73,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     shapes = [f"{m}x{k}x{n}" for m, k, n in args.shapes]
     print(f"numpy float32 2048x2048: {matmul_peak() / 1e9:.0f} GFLOP/s")
-    from keras_rnmt.precision import cpu_flags, emulated_precision_warning
+    from keras_rnmt.precision import NATIVE_FLAGS, emulated_precision_warning
 
-    if emulated_precision_warning("mixed_bfloat16", cpu_flags(), accelerator=False):
+    if emulated_precision_warning("mixed_bfloat16", accelerator=False):
         # Measured 2026-11-25 on an AVX2 host: TensorFlow's emulated bfloat16 2048 cube ran
         # one thread for over 9 minutes; PyTorch's bfloat16 matmuls at 0-1 GFLOP/s.
-        print("note: this CPU has no native bfloat16 (no avx512_bf16, amx_bf16): the "
-              "bfloat16 figures measure emulation, and large shapes take minutes", flush=True)
+        print(f"note: this CPU has no native bfloat16 (none of "
+              f"{', '.join(NATIVE_FLAGS['mixed_bfloat16'])}): the bfloat16 figures measure "
+              "emulation, and large shapes take minutes", flush=True)
     for backend in ("tensorflow", "jax", "torch"):
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
         process = subprocess.run([sys.executable, __file__, "--worker", *shapes], env=env,
