@@ -70,7 +70,8 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
 
     bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
     buckets = step_buckets(max_output_length)
-    options = dict(beam_size=beam_size, bos_id=bos_id, coverage_penalty=coverage_penalty)
+    options = dict(beam_size=beam_size, eos_id=eos_id, length_penalty=length_penalty,
+                   coverage_penalty=coverage_penalty, stop_rule=stop_rule)
     # Only the tokens are served: the attention history is carried only for the coverage
     # penalty (at T = 256 its buffers cost more memory traffic per step than the model).
     keep_attention = coverage_penalty > 0
@@ -89,12 +90,11 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
         state = model.search_state(source)
         return graph_shrinking_beam_search(
             lambda: beam_search_start(
-                model.search_step, state, batch_size=tf.shape(source)[0],
+                model.search_step, state, batch_size=tf.shape(source)[0], bos_id=bos_id,
                 max_length=max_length, source_mask=tf.not_equal(source, 0),
                 max_steps=max_steps, keep_attention=keep_attention, **options),
             lambda carry, until: beam_search_continue(
-                model.search_step, carry, eos_id=eos_id, length_penalty=length_penalty,
-                stop_rule=stop_rule, until=until, **options),
+                model.search_step, carry, until=until, **options),
             beam_size)
 
     def translate(strings):

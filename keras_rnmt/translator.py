@@ -287,8 +287,9 @@ class Translator:
         """Greedy: `[run(source, max_length)]`; beam: `[start(source, max_length),
         advance(carry, until)]` for `shrinking_beam_search`."""
         model, target = self.model, self.target_tokenizer
-        options = dict(beam_size=self.beam_size, bos_id=target.bos_id, n_best=n_best,
-                       coverage_penalty=self.coverage_penalty)
+        options = dict(beam_size=self.beam_size, eos_id=target.eos_id, n_best=n_best,
+                       coverage_penalty=self.coverage_penalty,
+                       length_penalty=self.length_penalty, stop_rule=self.stop_rule)
 
         def common(source, max_length):
             return dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
@@ -311,9 +312,7 @@ class Translator:
 
         def advance(carry, until):
             with cast_weights_once(model):
-                return beam_search_continue(model.search_step, carry, eos_id=target.eos_id,
-                                            length_penalty=self.length_penalty,
-                                            stop_rule=self.stop_rule, until=until, **options)
+                return beam_search_continue(model.search_step, carry, until=until, **options)
 
         return [greedy] if self.beam_size <= 1 else [start, advance]
 

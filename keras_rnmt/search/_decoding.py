@@ -6,7 +6,6 @@ Output buffers have a static time length T so the loop carry keeps one shape und
 
 import numbers
 
-import keras
 import numpy as np
 from keras import ops
 
@@ -49,24 +48,6 @@ def resolve_max_length(max_length, batch_size, max_steps=None):
     if steps < 1:
         raise ValueError(f"max_steps must be >= 1; received max_steps={steps}")
     return ops.clip(limits, 1, steps), steps
-
-
-def probe_attention(step_fn, tokens, state):
-    """Whether ``step_fn`` gives attention, and its number of source positions S.
-
-    The loop carry needs S before the loop starts. Under JAX the step is only traced
-    (`jax.eval_shape`); elsewhere it runs once (graph compilers drop the unused result,
-    eager backends pay for one step).
-    """
-    if keras.backend.backend() == "jax":
-        import jax
-
-        attention = jax.eval_shape(lambda state: step_fn(tokens, state)[2], state)
-    else:
-        attention = step_fn(tokens, state)[2]
-    if attention is None:
-        return False, 0
-    return True, ops.shape(attention)[-1]
 
 
 def call_step(step_fn, tokens, state, expect_attention=None):

@@ -29,7 +29,6 @@ from keras_rnmt.search import beam_helpers
 from keras_rnmt.search._decoding import (
     NEG_INF,
     call_step,
-    probe_attention,
     read_step,
     resolve_max_length,
     write_step,
@@ -286,29 +285,33 @@ def beam_search(
     _check_arguments(beam_size, n_best, length_penalty, coverage_penalty, stop_rule)
     carry = beam_search_start(
         step_fn, initial_state, batch_size=batch_size, beam_size=beam_size, bos_id=bos_id,
-        max_length=max_length, coverage_penalty=coverage_penalty, source_mask=source_mask,
-        n_best=n_best, max_steps=max_steps, keep_attention=keep_attention,
+        eos_id=eos_id, max_length=max_length, length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty, source_mask=source_mask, n_best=n_best,
+        max_steps=max_steps, stop_rule=stop_rule, keep_attention=keep_attention,
     )
     carry = beam_search_continue(
-        step_fn, carry, beam_size=beam_size, bos_id=bos_id, eos_id=eos_id,
+        step_fn, carry, beam_size=beam_size, eos_id=eos_id,
         length_penalty=length_penalty, coverage_penalty=coverage_penalty, n_best=n_best,
         stop_rule=stop_rule,
     )
     return beam_search_result(carry)
 
 
-def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, max_length,
-                      coverage_penalty=0.0, source_mask=None, n_best=1, max_steps=None,
-                      keep_attention=True):
-    """The `BeamState` before the first step (arguments as `beam_search`).
+def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, eos_id,
+                      max_length, length_penalty=0.0, coverage_penalty=0.0, source_mask=None,
+                      n_best=1, max_steps=None, stop_rule="current", keep_attention=True):
+    """The `BeamState` after the first step (arguments as `beam_search`).
 
-    With `beam_search_continue` and `shrinking.select_sentences` a caller can run it in
+    The first step runs on the B sentences, not on B * K rows: every beam would start from
+    its sentence's state and <s>, so its K rows would be copies (and only beam 0 is alive).
+    Its log-probabilities, new state and attention are then tiled to the K beams. With
+    `beam_search_continue` and `shrinking.select_sentences` a caller can run the rest in
     chunks of steps and drop the sentences that are done in between (`Translator` does).
     """
+    _check_arguments(beam_size, n_best, length_penalty, coverage_penalty, stop_rule)
     limits, steps = resolve_max_length(max_length, batch_size, max_steps)
-    model_state = _tile(initial_state, beam_size)
-    bos = ops.full((batch_size * beam_size,), bos_id, dtype="int32")
-    has_attention, source_length = probe_attention(step_fn, bos, model_state)
+    bos = ops.full((batch_size,), bos_id, dtype="int32")
+    log_probs, model_state, attention, has_attention = call_step(step_fn, bos, initial_state)
     if coverage_penalty > 0 and not has_attention:
         raise ValueError(
             f"coverage_penalty={coverage_penalty} needs attention, but step_fn returned "
@@ -321,13 +324,16 @@ def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, 
                 "pass keep_attention=True"
             )
         # Buffers with 0 source positions, as for a model without attention.
-        has_attention, source_length = False, 0
+        has_attention = False
+        attention = ops.zeros((batch_size, 0), dtype="float32")
+    source_length = ops.shape(attention)[-1]
     if source_mask is None or not has_attention:
         source_mask = ops.ones((batch_size, source_length), dtype="bool")
     beams = (batch_size, beam_size)
     pool = (batch_size, n_best)
     first_beam = ops.arange(beam_size, dtype="int32") == 0
-    return BeamState(
+    model_state = _tile(model_state, beam_size)
+    carry = BeamState(
         step=ops.convert_to_tensor(0, dtype="int32"),
         alive_tokens=ops.zeros(beams + (steps,), dtype="int32"),
         # Only beam 0 is alive at first, so the K beams do not start as K copies.
@@ -343,9 +349,12 @@ def beam_search_start(step_fn, initial_state, *, batch_size, beam_size, bos_id, 
         source_mask=ops.cast(source_mask, "bool"),
         model_state=model_state,
     )
+    config = (beam_size, n_best, eos_id, length_penalty, coverage_penalty, stop_rule)
+    return _advance(carry, _tile(log_probs, beam_size), model_state,
+                    _tile(attention, beam_size), config)
 
 
-def beam_search_continue(step_fn, carry, *, beam_size, bos_id, eos_id, length_penalty=0.0,
+def beam_search_continue(step_fn, carry, *, beam_size, eos_id, length_penalty=0.0,
                          coverage_penalty=0.0, n_best=1, stop_rule="current", until=None):
     """Run beam steps from ``carry`` until no sentence is alive, step T, or step ``until``.
 
@@ -368,7 +377,6 @@ def beam_search_continue(step_fn, carry, *, beam_size, bos_id, eos_id, length_pe
 
     def body(carry):
         previous = read_step(flatten_beam_dim(carry.alive_tokens), carry.step - 1)
-        previous = ops.where(carry.step == 0, bos_id, previous)
         # Without a history to write (no attention, or keep_attention=False) any attention
         # the step gives is dropped.
         log_probs, model_state, attention, _ = call_step(

@@ -6,7 +6,6 @@ from keras import ops
 
 from keras_rnmt.search._decoding import (
     call_step,
-    probe_attention,
     read_step,
     resolve_max_length,
     write_step,
@@ -107,24 +106,25 @@ def greedy_search(
     """
     del source_mask  # see Args
     limits, steps = resolve_max_length(max_length, batch_size, max_steps)
+    # The first step runs before the loop: its attention gives the buffers' S.
     bos = ops.full((batch_size,), bos_id, dtype="int32")
-    has_attention, source_length = probe_attention(step_fn, bos, initial_state)
+    log_probs, model_state, attention, has_attention = call_step(step_fn, bos, initial_state)
     carry = GreedyState(
         step=ops.convert_to_tensor(0, dtype="int32"),
         tokens=ops.zeros((batch_size, steps), dtype="int32"),
         log_probs=ops.zeros((batch_size,), dtype="float32"),
         lengths=ops.zeros((batch_size,), dtype="int32"),
         finished=ops.zeros((batch_size,), dtype="bool"),
-        attention=ops.zeros((batch_size, steps, source_length), dtype="float32"),
-        model_state=initial_state,
+        attention=ops.zeros((batch_size, steps, ops.shape(attention)[-1]), dtype="float32"),
+        model_state=model_state,
     )
+    carry = _advance(carry, log_probs, model_state, attention, limits, eos_id)
 
     def cond(carry):
         return ops.logical_and(carry.step < steps, ops.logical_not(ops.all(carry.finished)))
 
     def body(carry):
         previous = read_step(carry.tokens, carry.step - 1)
-        previous = ops.where(carry.step == 0, bos_id, previous)
         log_probs, model_state, attention, _ = call_step(
             step_fn, previous, carry.model_state, expect_attention=has_attention
         )

@@ -22,6 +22,7 @@ log .072 / lp(5) = -1.579, so beam 3 runs one more step: bcc</s> scores -1.903 a
 pool is unchanged.
 """
 
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -289,3 +290,28 @@ def test_argument_errors_name_the_arguments():
     with pytest.raises(ValueError, match=r"coverage_penalty=0.2 needs the attention history"):
         beam_search(attending, state, beam_size=2, coverage_penalty=0.2, keep_attention=False,
                     **common)
+
+
+@pytest.mark.parametrize("search", ["beam", "greedy"])
+def test_the_first_step_runs_once_per_sentence_and_every_step_once(search):
+    """Step 0 sees B rows (every beam of a sentence would start alike), later steps B * K;
+    an eager search calls the model once per step, with no extra call to probe shapes."""
+    rows, steps = [], []
+    table = ops.convert_to_tensor(SCRIPT_TABLE)
+
+    def step(tokens, state):
+        rows.append(int(ops.shape(tokens)[0]))
+        if keras.backend.backend() != "jax":  # eager loops (JAX traces its body once)
+            steps.append(int(ops.convert_to_numpy(state["steps"])[0]))
+        return table_step(table)(tokens, state)
+
+    batch, beam = 2, 3 if search == "beam" else 1
+    if search == "beam":
+        beam_search(step, table_state(batch), batch_size=batch, beam_size=beam, bos_id=BOS,
+                    eos_id=EOS, max_length=4)
+    else:
+        greedy_search(step, table_state(batch), batch_size=batch, bos_id=BOS, eos_id=EOS,
+                      max_length=4)
+    assert rows[0] == batch and set(rows[1:]) <= {batch * beam}, rows
+    assert steps == list(range(len(steps))), steps  # no step is run twice
+    assert len(rows) > 1

@@ -29,19 +29,19 @@ def test_same_hypotheses_as_one_loop(chunk_steps, min_rows):
     model = RandomModel(seed=3)
     step = model.fixed_length_step()
     state = stop_state(model)
-    options = dict(beam_size=BEAM, bos_id=BOS, n_best=2)
+    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0, n_best=2)
     limits = np.full((BATCH,), STEPS, "int32")
-    expected = beam_search(step, state, batch_size=BATCH, eos_id=EOS, max_length=limits,
-                           length_penalty=1.0, **options)
+    expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
+                           **options)
     looks = []
 
     def advance(carry, until):
         looks.append(int(ops.shape(carry.alive_log_probs)[0]))
-        return beam_search_continue(step, carry, eos_id=EOS, length_penalty=1.0, until=until,
-                                    **options)
+        return beam_search_continue(step, carry, until=until, **options)
 
     tokens, scores, attention = shrinking_beam_search(
-        lambda: beam_search_start(step, state, batch_size=BATCH, max_length=limits, **options),
+        lambda: beam_search_start(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
+                                  **options),
         advance, BEAM, chunk_steps=chunk_steps, min_rows=min_rows)
     np.testing.assert_array_equal(tokens, ops.convert_to_numpy(expected.tokens))
     np.testing.assert_allclose(scores, ops.convert_to_numpy(expected.scores), rtol=1e-6)
@@ -55,14 +55,14 @@ def test_select_sentences_gathers_sentences_and_their_beams():
     model = RandomModel(seed=4)
     state = model.initial_state(3)
     carry = beam_search_start(model.step, state, batch_size=3, beam_size=2, bos_id=BOS,
-                              max_length=5)
+                              eos_id=EOS, max_length=5)
     picked = select_sentences(carry, ops.convert_to_tensor([2, 0], "int32"), beam_size=2)
     memory = ops.convert_to_numpy(carry.model_state["memory"])  # (B * K, S, H)
     np.testing.assert_array_equal(ops.convert_to_numpy(picked.model_state["memory"]),
                                   memory[[4, 5, 0, 1]])
     np.testing.assert_array_equal(ops.convert_to_numpy(picked.limits), [5, 5])
     assert tuple(picked.alive_tokens.shape) == (2, 2, 5)
-    assert int(picked.step) == 0
+    assert int(picked.step) == 1  # the carry after the first step
 
 
 @pytest.mark.tensorflow_only
@@ -74,21 +74,20 @@ def test_graph_version_gives_the_best_hypotheses_of_one_loop(chunk_steps, traced
     model = RandomModel(seed=5)
     step = model.fixed_length_step()
     state = stop_state(model)
-    options = dict(beam_size=BEAM, bos_id=BOS)
+    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0)
     limits = np.full((BATCH,), STEPS, "int32")
     limits[4] = 7  # sentence 4 would stop at 10: its limit forces </s> at step 6 instead
-    expected = beam_search(step, state, batch_size=BATCH, eos_id=EOS, max_length=limits,
-                           length_penalty=1.0, **options)
+    expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
+                           **options)
     sizes = []  # carry rows seen by each chunk (traced: once, unknown)
 
     def search(state, limits):
         def advance(carry, until):
             sizes.append(carry.alive_log_probs.shape[0])
-            return beam_search_continue(step, carry, eos_id=EOS, length_penalty=1.0,
-                                        until=until, **options)
+            return beam_search_continue(step, carry, until=until, **options)
 
         return graph_shrinking_beam_search(
-            lambda: beam_search_start(step, state, batch_size=tf.shape(limits)[0],
+            lambda: beam_search_start(step, state, batch_size=tf.shape(limits)[0], bos_id=BOS,
                                       max_length=limits, max_steps=STEPS, **options),
             advance, BEAM, chunk_steps=chunk_steps)
 
