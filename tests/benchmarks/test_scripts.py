@@ -35,6 +35,13 @@ def run_script(name, *args, backend="tensorflow"):
     return process.stdout
 
 
+def result_line(stdout):
+    """The `RESULT {json}` line of a worker-style script."""
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, stdout[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
 def figures(stdout):
     """The `FIGURES {json}` line every measuring script ends with."""
     lines = [line for line in stdout.splitlines() if line.startswith("FIGURES ")]
@@ -106,6 +113,15 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     assert served["sentences"] == 40 and not served["keras_rnmt_imported"]
     assert served["length_sorted_outputs_equal"]
     assert 0 < served["latency_ms_p50"] <= served["latency_ms_p95"]
+
+    # The decoding bound, on the model just trained.
+    bound = result_line(run_script("decode_bound.py", str(run_dir), "--sentences", "40"))
+    assert bound["backend"] == "tensorflow" and bound["sentences"] == 40
+    # Every output needs its rows; the search computes at least those (and shed padding).
+    assert 40 <= bound["rows_needed"] <= bound["rows_computed"]
+    assert bound["rows_needed"] == 40 + 5 * (bound["output_ids"] - 40)
+    assert 0 < bound["projection_ms"] < bound["step_ms"]
+    assert bound["bound_sentences_per_second"] > 0 and bound["of_bound"] > 0
 
 
 def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt():
