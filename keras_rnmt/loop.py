@@ -70,7 +70,8 @@ def _tf_scan(fn, init, xs, length):
         arrays = tf.nest.map_structure(lambda ta, v: ta.write(t, v), arrays, y)
         return t + 1, carry, arrays
 
+    # maximum_iterations: XLA (jit_compile=True) needs the TensorArrays' size bounded.
     _, carry, arrays = tf.while_loop(
-        lambda t, *_: t < n, body, (tf.constant(1), carry, arrays)
+        lambda t, *_: t < n, body, (tf.constant(1), carry, arrays), maximum_iterations=n - 1
     )
     return carry, tf.nest.map_structure(lambda ta: ta.stack(), arrays)
