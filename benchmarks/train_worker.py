@@ -80,13 +80,28 @@ def compiled_model(config, source_tokenizer, target_tokenizer):
 
 def fit_batches(model, batches):
     """One `model.fit` pass over `batches` of (source, target_in, target_out) arrays,
-    returning once the device has finished."""
+    returning once the device has finished.
+
+    Under TensorFlow the batches become a `tf.data.Dataset` of tensors, as training feeds
+    them (`make_dataset`): fed from a Python generator, TensorFlow's input thread competes
+    for the interpreter with the training loop, which cost 30-50% of its speed here and made
+    its figure swing from run to run (RESULTS.md §1).
+    """
     import keras
 
-    def generator():
-        for s, ti, to in batches:
-            yield (s, ti), to
-    model.fit(generator(), steps_per_epoch=len(batches), epochs=1, verbose=0)
+    if keras.backend.backend() == "tensorflow":
+        import functools
+
+        import tensorflow as tf
+
+        data = functools.reduce(lambda a, b: a.concatenate(b), [
+            tf.data.Dataset.from_tensors(((s, ti), to)) for s, ti, to in batches])
+    else:
+        def generator():
+            for s, ti, to in batches:
+                yield (s, ti), to
+        data = generator()
+    model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0)
     float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
 
 
