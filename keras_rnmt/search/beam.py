@@ -282,8 +282,7 @@ def beam_search(
     References:
         Wu et al., 2016. Google's Neural Machine Translation System. arXiv:1609.08144.
     """
-    _check_arguments(beam_size, n_best, length_penalty, coverage_penalty, stop_rule)
-    carry = beam_search_start(
+    carry = beam_search_start(  # checks the arguments before any step runs
         step_fn, initial_state, batch_size=batch_size, beam_size=beam_size, bos_id=bos_id,
         eos_id=eos_id, max_length=max_length, length_penalty=length_penalty,
         coverage_penalty=coverage_penalty, source_mask=source_mask, n_best=n_best,
