@@ -15,6 +15,26 @@ def large_negative(dtype):
     return -65504.0 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
 
 
+class MatrixDense(keras.layers.Dense):
+    """`keras.layers.Dense` that applies its kernel to a `(..., d)` input as one 2-D matmul.
+
+    `(B, S, d)` -> reshape `(B*S, d)` -> matmul -> reshape `(B, S, units)`: the same numbers as
+    `Dense`, and the same variables (a `.keras` file written with `Dense` sublayers loads). The
+    reason is XLA under TensorFlow: `Dense` multiplies a rank-3 input with `tf.tensordot`, whose
+    gradient inside the decoder's `while_loop` needs a transpose permutation that XLA cannot
+    fold when the batch and source length are dynamic, so `fit(jit_compile=True)` on a
+    `tf.data` pipeline failed to compile (and Keras' `jit_compile="auto"` picks XLA on a GPU).
+    """
+
+    def call(self, inputs, training=None):
+        if len(inputs.shape) <= 2:
+            return super().call(inputs, training=training)
+        shape = ops.shape(inputs)
+        flat = ops.reshape(inputs, (-1, shape[-1]))
+        outputs = super().call(flat, training=training)
+        return ops.reshape(outputs, (*shape[:-1], self.units))
+
+
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class BaseAttention(keras.layers.Layer):
     """Base class of every attention in keras-rnmt: one decoder step of alignment and read-out.
@@ -181,8 +201,8 @@ class BaseAttention(keras.layers.Layer):
         return ops.cast(mask, "bool")
 
     def _dense(self, units, name, input_shape, use_bias=False):
-        """A built `Dense` sublayer that follows this layer's dtype policy."""
-        layer = keras.layers.Dense(units, use_bias=use_bias, dtype=self.dtype_policy, name=name)
+        """A built `MatrixDense` sublayer that follows this layer's dtype policy."""
+        layer = MatrixDense(units, use_bias=use_bias, dtype=self.dtype_policy, name=name)
         layer.build(input_shape)
         return layer
 

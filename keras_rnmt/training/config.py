@@ -13,6 +13,7 @@ from keras_rnmt.training.distribution import DISTRIBUTIONS
 
 DATASETS = ("toy", "multi30k")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+JIT_COMPILE = ("auto", "true", "false")  # `model.compile(jit_compile=...)`: "auto", True, False
 
 
 @dataclass
@@ -48,6 +49,7 @@ class TrainConfig:
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
     distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)
+    jit_compile: str = "auto"  # "auto" (XLA under JAX; under TensorFlow on a GPU) | "true" | "false"
     seed: int = 0  # data shuffling and initialisation
     patience: int = 3  # early stopping on validation BLEU (epochs without improvement)
     keep_checkpoints: int = 0  # > 0: keep the last N epochs' weights for `keras-rnmt average`
@@ -66,6 +68,7 @@ class TrainConfig:
         _check_choice("dtype_policy", self.dtype_policy, POLICIES)
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
         _check_choice("distribute", self.distribute, DISTRIBUTIONS)
+        _check_choice("jit_compile", self.jit_compile, JIT_COMPILE)
         if self.lr_decay and (self.warmup_steps or self.optimizer == "paper-sgd"):
             raise ValueError(
                 "lr_decay (decay on a validation plateau) needs a constant learning rate; it "
@@ -119,6 +122,11 @@ class TrainConfig:
         values = {**self.to_dict(), **train_values}
         values["model"] = self.model.replace(**model_values)
         return TrainConfig.from_dict(values)
+
+
+def jit_compile_arg(value):
+    """The `model.compile(jit_compile=...)` argument for a config's `jit_compile` string."""
+    return {"auto": "auto", "true": True, "false": False}[value]
 
 
 def _convert(current, value):

@@ -16,6 +16,7 @@ from keras_rnmt.models import build_model
 from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.training.callbacks import BleuCallback
 from keras_rnmt.training.checkpoints import EpochCheckpoints
+from keras_rnmt.training.config import jit_compile_arg
 from keras_rnmt.training.distribution import distribution_scope
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
@@ -165,7 +166,7 @@ def train_and_evaluate(config, run_dir):
                                   config.clipnorm or None, steps_per_epoch=steps,
                                   warmup_steps=config.warmup_steps)
         model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(config.label_smoothing),
-                      metrics=[MaskedAccuracy()])
+                      metrics=[MaskedAccuracy()], jit_compile=jit_compile_arg(config.jit_compile))
         model.summary(print_fn=lambda line, **_: print(line))
         start = time.time()
         history = model.fit(train, validation_data=valid, epochs=config.epochs,
