@@ -64,6 +64,7 @@ def compiled_model(config, source_tokenizer, target_tokenizer):
     """`(model_config, model)`: the config's model for these vocabularies, initialised and
     compiled with its optimizer and loss, as the recipe trains it."""
     from keras_rnmt.models import build_model
+    from keras_rnmt.training.config import jit_compile_arg
     from keras_rnmt.training.losses import MaskedCrossEntropy
     from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
 
@@ -74,7 +75,8 @@ def compiled_model(config, source_tokenizer, target_tokenizer):
         uniform_initialize(model, config.uniform_init, seed=config.seed)
     model.compile(optimizer=get_optimizer(config.optimizer, config.learning_rate or None,
                                           config.clipnorm or None),
-                  loss=MaskedCrossEntropy(config.label_smoothing))
+                  loss=MaskedCrossEntropy(config.label_smoothing),
+                  jit_compile=jit_compile_arg(config.jit_compile))
     return model_config, model
 
 
@@ -158,6 +160,7 @@ def main(argv=None):
     flops = training_flops(model_config, source_lengths, target_lengths)
     result = {
         "backend": keras.backend.backend(),
+        "jit_compile": bool(model.jit_compile),
         "attention": model_config.attention,
         "window": model_config.window,
         "steps": len(timed),
