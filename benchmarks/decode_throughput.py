@@ -8,8 +8,8 @@ vs JoeyNMT 2.3.0, each with a model trained one epoch (460 updates) on the same 
 
 1. Our model: `train_worker.py` under JAX, 460 updates of SB (20 warm-up + 440 timed),
    saved as a run directory `benchmarks/work/ours_epoch1` (reused when present).
-2. `decode_worker.py` under TensorFlow, JAX and PyTorch: the 1,000 test2016 sentences, one
-   compiling pass, then a timed pass (sentences/s).
+2. `decode_worker.py` under TensorFlow (plain and with XLA), JAX and PyTorch: the 1,000
+   test2016 sentences, one compiling pass, then a timed pass (sentences/s).
 3. `keras-rnmt export` to `saved_models/bench_epoch1`, then `serve_worker.py` times it with
    plain TensorFlow in a process that never imports keras_rnmt: batches of 64 raw strings
    in file order, then in batches of similar length (a client that sorts its requests),
@@ -35,10 +35,16 @@ SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
 def decode(backend, run_dir, stop_rule, dtype_policy="", sentences=0):
-    env = worker_env(KERAS_BACKEND=backend)
+    """`decode_worker.py` under `backend`: "tensorflow", "jax", "torch", or "tensorflow:xla"
+    (the search compiled with XLA)."""
+    name, _, variant = backend.partition(":")
+    if variant not in ("", "xla"):
+        raise ValueError(f"Unknown backend variant {backend!r}: only 'tensorflow:xla'")
+    env = worker_env(KERAS_BACKEND=name)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
                               "--stop-rule", stop_rule, "--dtype-policy", dtype_policy,
-                              "--sentences", str(sentences)],
+                              "--sentences", str(sentences)]
+                             + (["--jit-compile"] if variant == "xla" else []),
                              env=env, capture_output=True, text=True, cwd=HERE)
     return result_line(process, f"{backend} decode")
 
@@ -60,7 +66,9 @@ def export_and_serve(run_dir, path, stop_rule, dtype_policy="", sentences=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--backends", nargs="*",
+                        default=["tensorflow", "tensorflow:xla", "jax", "torch"],
+                        help="tensorflow:xla = TensorFlow with the search compiled by XLA")
     parser.add_argument("--stop-rule", default="current",
                         help="beam search's stop rule for ours: current (the default, as "
                              "JoeyNMT's) or bound (exact)")

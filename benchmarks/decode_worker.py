@@ -27,6 +27,8 @@ def main(argv=None):
     parser.add_argument("--dtype-policy", default="",
                         help="the Keras dtype policy to load the model under (e.g. "
                              "mixed_bfloat16; default: float32)")
+    parser.add_argument("--jit-compile", action="store_true",
+                        help="TensorFlow: compile the search with XLA (Translator's jit_compile)")
     parser.add_argument("--sentences", type=int, default=0,
                         help="only the first N test2016 sentences (0 = all)")
     args = parser.parse_args(argv)
@@ -43,7 +45,8 @@ def main(argv=None):
         sources, references = sources[:args.sentences], references[:args.sentences]
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      batch_size=args.batch_size, stop_rule=args.stop_rule,
-                                     dtype_policy=args.dtype_policy or None)
+                                     dtype_policy=args.dtype_policy or None,
+                                     jit_compile=args.jit_compile)
     start = time.perf_counter()
     translator.translate(sources)
     first = time.perf_counter() - start
@@ -56,6 +59,7 @@ def main(argv=None):
         "backend": keras.backend.backend(),
         "dtype_policy": translator.model.dtype_policy.name,
         "stop_rule": args.stop_rule,
+        "jit_compile": args.jit_compile,
         "sentences": len(sources),
         "seconds": round(seconds, 2),
         "sentences_per_second": round(len(sources) / seconds, 1),

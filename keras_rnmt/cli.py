@@ -126,7 +126,7 @@ def _search_options(args):
     """`Translator.from_run` keyword arguments of the options `_add_search_options` adds;
     a length penalty left unset keeps the run's own (its config's `length_penalty`)."""
     options = {"model_file": args.model_file, "stop_rule": args.stop_rule,
-               "dtype_policy": args.dtype_policy}
+               "dtype_policy": args.dtype_policy, "jit_compile": args.jit_compile}
     if args.length_penalty is not None:
         options["length_penalty"] = args.length_penalty
     return options
@@ -238,6 +238,9 @@ def _add_search_options(parser):
     parser.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="compute the search in this Keras dtype policy (mixed_bfloat16: "
                              "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")
+    parser.add_argument("--jit-compile", action="store_true",
+                        help="TensorFlow: compile the search with XLA (faster once compiled, "
+                             "slower to compile; for large files)")
 
 
 def build_parser():

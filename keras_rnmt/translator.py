@@ -82,11 +82,17 @@ class Translator:
         stop_rule: str. Beam search's stopping rule: "current" (stop a sentence once its
             best hypothesis has ended) or "bound" (exact); see `keras_rnmt.search.beam`.
             Defaults to "current".
+        jit_compile: bool. Under TensorFlow, compile the search with XLA
+            (`tf.function(jit_compile=True)`): on this project's CPU it decodes test2016
+            1.2-1.3x faster once compiled, and compiles each batch shape about twice as long
+            (pays off on large files). JAX always compiles with XLA; PyTorch decodes eagerly,
+            so there it is an error. Defaults to False.
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=5,
                  length_penalty=1.0, coverage_penalty=0.0, max_length_a=1.5, max_length_b=10,
-                 batch_size=64, replace_unk=False, unk_dictionary=None, stop_rule="current"):
+                 batch_size=64, replace_unk=False, unk_dictionary=None, stop_rule="current",
+                 jit_compile=False):
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
@@ -100,6 +106,10 @@ class Translator:
         self.unk_dictionary = unk_dictionary or {}
         check_stop_rule(stop_rule)
         self.stop_rule = stop_rule
+        if jit_compile and keras.backend.backend() == "torch":
+            raise ValueError("jit_compile=True needs the TensorFlow or JAX backend: PyTorch "
+                             "decodes eagerly. Received KERAS_BACKEND=torch")
+        self.jit_compile = bool(jit_compile)
         self._compiled = {}
         self._warned_no_attention = False
 
@@ -270,8 +280,8 @@ class Translator:
         max_steps = int(-(-int(max_length.max()) // 16) * 16)
         key = (self.beam_size, n_best, max_steps)
         if key not in self._compiled:
-            self._compiled[key] = [compile_search(fn) for fn in self._search_fns(n_best,
-                                                                                   max_steps)]
+            self._compiled[key] = [compile_search(fn, self.jit_compile)
+                                   for fn in self._search_fns(n_best, max_steps)]
         if self.beam_size > 1:
             start, advance = self._compiled[key]
             return shrinking_beam_search(
@@ -317,8 +327,9 @@ class Translator:
         return [greedy] if self.beam_size <= 1 else [start, advance]
 
 
-def compile_search(run):
-    """Compile `run(*args)` for the backend: tf.function, jax.jit or eager torch.
+def compile_search(run, jit_compile=False):
+    """Compile `run(*args)` for the backend: tf.function (with XLA if `jit_compile`), jax.jit
+    or eager torch.
 
     The compiled callable takes `(model, *args)`; numpy arguments become tensors. Under JAX
     the model's variables are passed in as arguments (a `StatelessScope`), so the compiled
@@ -328,7 +339,7 @@ def compile_search(run):
     if backend == "tensorflow":
         import tensorflow as tf
 
-        compiled = tf.function(run, reduce_retracing=True)
+        compiled = tf.function(run, reduce_retracing=True, jit_compile=jit_compile)
         return lambda model, *args: compiled(*tf.nest.map_structure(tf.convert_to_tensor, args))
     if backend == "jax":
         import jax

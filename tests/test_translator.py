@@ -72,6 +72,26 @@ def test_stop_rules_and_a_bad_one(translator_parts):
         Translator(model, source_tokenizer, target_tokenizer, stop_rule="exact")
 
 
+@pytest.mark.backends("tensorflow", "jax")
+def test_the_search_compiled_with_xla_gives_the_same_translations(translator_parts):
+    model, source_tokenizer, target_tokenizer = translator_parts
+    lines = ["a dog runs .", "", "the cat sleeps", "a bird sings on a tree . two dogs play ."]
+    outputs = {}
+    for jit_compile in (False, True):
+        translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3,
+                                batch_size=2, jit_compile=jit_compile)
+        outputs[jit_compile] = translator.translate(lines)
+    for plain, compiled in zip(outputs[False], outputs[True], strict=True):
+        assert compiled.text == plain.text and compiled.tokens == plain.tokens
+        np.testing.assert_allclose(compiled.score, plain.score, rtol=1e-5)
+
+
+@pytest.mark.backends("torch")
+def test_xla_search_under_pytorch_is_an_error(translator_parts):
+    with pytest.raises(ValueError, match="jit_compile=True needs the TensorFlow or JAX"):
+        Translator(*translator_parts, jit_compile=True)
+
+
 def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
     model, source_tokenizer, target_tokenizer = tiny_parts(attention="none")
     plain = Translator(model, source_tokenizer, target_tokenizer, beam_size=2)

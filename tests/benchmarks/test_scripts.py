@@ -104,9 +104,11 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     result = figures(out)
     assert result["ours_training"]["steps"] == 2
     assert (run_dir / "best.keras").exists() and (saved / "saved_model.pb").exists()
-    assert sorted(result["ours"]) == ["jax", "tensorflow", "torch"]
+    assert sorted(result["ours"]) == ["jax", "tensorflow", "tensorflow:xla", "torch"]
+    assert result["ours"]["tensorflow:xla"]["jit_compile"]
+    assert not result["ours"]["tensorflow"]["jit_compile"]
     for backend, row in result["ours"].items():
-        assert row["backend"] == backend and row["sentences"] == 40
+        assert row["backend"] == backend.partition(":")[0] and row["sentences"] == 40
         assert row["sentences_per_second"] > 0 and row["mean_output_tokens"] > 0
         assert 0 <= row["tokenised_bleu"] <= 100
     served = result["saved_model"]
