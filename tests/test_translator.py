@@ -73,12 +73,13 @@ def test_stop_rules_and_a_bad_one(translator_parts):
 
 
 @pytest.mark.backends("tensorflow", "jax")
-def test_the_search_compiled_with_xla_gives_the_same_translations(translator_parts):
+@pytest.mark.parametrize("beam_size", [1, 3], ids=["greedy", "beam"])
+def test_the_search_compiled_with_xla_gives_the_same_translations(translator_parts, beam_size):
     model, source_tokenizer, target_tokenizer = translator_parts
     lines = ["a dog runs .", "", "the cat sleeps", "a bird sings on a tree . two dogs play ."]
     outputs = {}
     for jit_compile in (False, True):
-        translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3,
+        translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=beam_size,
                                 batch_size=2, jit_compile=jit_compile)
         outputs[jit_compile] = translator.translate(lines)
     for plain, compiled in zip(outputs[False], outputs[True], strict=True):
