@@ -13,7 +13,8 @@ from keras_rnmt.training.distribution import DISTRIBUTIONS
 
 DATASETS = ("toy", "multi30k")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
-JIT_COMPILE = ("auto", "true", "false")  # `model.compile(jit_compile=...)`: "auto", True, False
+# The `jit_compile` choices and the `model.compile(jit_compile=...)` argument of each.
+JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 
 
 @dataclass
@@ -68,7 +69,7 @@ class TrainConfig:
         _check_choice("dtype_policy", self.dtype_policy, POLICIES)
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
         _check_choice("distribute", self.distribute, DISTRIBUTIONS)
-        _check_choice("jit_compile", self.jit_compile, JIT_COMPILE)
+        _check_choice("jit_compile", self.jit_compile, tuple(JIT_COMPILE))
         if self.lr_decay and (self.warmup_steps or self.optimizer == "paper-sgd"):
             raise ValueError(
                 "lr_decay (decay on a validation plateau) needs a constant learning rate; it "
@@ -126,7 +127,7 @@ class TrainConfig:
 
 def jit_compile_arg(value):
     """The `model.compile(jit_compile=...)` argument for a config's `jit_compile` string."""
-    return {"auto": "auto", "true": True, "false": False}[value]
+    return JIT_COMPILE[value]
 
 
 def _convert(current, value):
