@@ -9,6 +9,10 @@
     keras-rnmt plot runs/rec5 "a man is riding a bike ." -o bike.png --beam-size 5
     keras-rnmt plot runs/rec5 --curves
     keras-rnmt quickstart
+
+Bad input (a missing file, invalid UTF-8, an unknown config key or attention name) stops the
+command with one line, `keras-rnmt COMMAND: error: ...`, and exit status 1; `--traceback`
+shows the full Python trace instead.
 """
 
 import argparse
@@ -20,6 +24,9 @@ import sys
 STOP_RULES_CHOICES = ("current", "bound")
 # keras_rnmt.training.config.POLICIES, spelled out so `--help` needs no heavy import.
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+# What bad input raises: our own messages (file and line, or the valid choices) are ValueErrors,
+# and a missing file is an OSError. Anything else is a bug and keeps its traceback.
+USER_ERRORS = (ValueError, OSError)
 
 
 def load_recipe(path):
@@ -184,14 +191,14 @@ def cmd_plot(args, _):
         print(path)
         return [path]
     if not args.sentence:
-        raise ValueError("plot: give a sentence to translate, or --curves")
+        raise ValueError("give a sentence to translate, or --curves")
     from keras_rnmt.attention import memory_norms
     from keras_rnmt.translator import Translator
 
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size)
     result = translator.translate([args.sentence])[0]
     if result.attention is None:
-        raise ValueError(f"plot: the model in {args.run_dir} has no attention weights to plot")
+        raise ValueError(f"the model in {args.run_dir} has no attention weights to plot")
     path = args.output or os.path.join(args.run_dir, "attention.png")
     targets = (result.tokens + ["</s>"])[:len(result.attention)]
     plt.close(plotting.plot_attention(result.attention, result.source_tokens, targets,
@@ -246,13 +253,20 @@ def _add_search_options(parser):
 def build_parser():
     parser = argparse.ArgumentParser(prog="keras-rnmt", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true",
+                        help="on bad input, show the full Python traceback instead of one line")
     sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train from a recipe; any config field as --key value")
+
+    def add_parser(name, **kwargs):
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    train = add_parser("train", help="train from a recipe; any config field as --key value")
     train.add_argument("recipe")
     train.add_argument("--run-dir", default=None)
     train.set_defaults(func=cmd_train)
 
-    translate = sub.add_parser("translate", help="translate a file or stdin, one line per line")
+    translate = add_parser("translate", help="translate a file or stdin, one line per line")
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None, help="input file (default stdin)")
     translate.add_argument("-o", "--output", default=None, help="output file (default stdout)")
@@ -265,7 +279,7 @@ def build_parser():
     translate.add_argument("--unk-dictionary", default=None)
     translate.set_defaults(func=cmd_translate)
 
-    evaluate = sub.add_parser("evaluate", help="sacreBLEU and chrF of a run on a test set")
+    evaluate = add_parser("evaluate", help="sacreBLEU and chrF of a run on a test set")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--source", required=True)
     evaluate.add_argument("--reference", required=True)
@@ -276,7 +290,7 @@ def build_parser():
     evaluate.add_argument("--replace-unk", action="store_true")
     evaluate.set_defaults(func=cmd_evaluate)
 
-    average = sub.add_parser("average", help="average a run's last epoch checkpoints into one "
+    average = add_parser("average", help="average a run's last epoch checkpoints into one "
                                              "model (train with --keep-checkpoints N)")
     average.add_argument("run_dir")
     average.add_argument("--last", type=int, default=None,
@@ -287,7 +301,7 @@ def build_parser():
                          help="file name in RUN_DIR, or a path (default averaged.keras)")
     average.set_defaults(func=cmd_average)
 
-    export = sub.add_parser("export", help="export a run as a SavedModel serving raw strings")
+    export = add_parser("export", help="export a run as a SavedModel serving raw strings")
     export.add_argument("run_dir")
     export.add_argument("path")
     export.add_argument("--model-file", default="best.keras",
@@ -303,7 +317,7 @@ def build_parser():
                              "faster for batches and single sentences)")
     export.set_defaults(func=cmd_export)
 
-    plot = sub.add_parser("plot", help="attention heatmap of a sentence, or training curves")
+    plot = add_parser("plot", help="attention heatmap of a sentence, or training curves")
     plot.add_argument("run_dir")
     plot.add_argument("sentence", nargs="?", default=None, help="the source sentence")
     plot.add_argument("-o", "--output", default=None,
@@ -314,7 +328,7 @@ def build_parser():
                       help="plot loss, val_loss and val_bleu per epoch from RUN_DIR/log.csv")
     plot.set_defaults(func=cmd_plot)
 
-    quick = sub.add_parser("quickstart", help="train and evaluate the toy recurrent model")
+    quick = add_parser("quickstart", help="train and evaluate the toy recurrent model")
     quick.add_argument("--run-dir", default="runs/quickstart")
     quick.set_defaults(func=cmd_quickstart)
     return parser
@@ -325,7 +339,12 @@ def main(argv=None):
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "train":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.func(args, extra)
+    try:
+        args.func(args, extra)
+    except USER_ERRORS as error:
+        if args.traceback:
+            raise
+        parser.exit(1, f"keras-rnmt {args.command}: error: {error}\n")
 
 
 if __name__ == "__main__":

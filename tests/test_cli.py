@@ -17,10 +17,39 @@ def test_parse_overrides():
         parse_overrides(["--epochs"])
 
 
-def test_train_rejects_unknown_key_with_valid_choices(tmp_path):
+def test_train_rejects_unknown_key_with_valid_choices(tmp_path, capsys):
     recipe = os.path.join(os.path.dirname(__file__), "..", "recipes", "toy.py")
-    with pytest.raises(ValueError, match="Unknown config key 'atention'. Valid keys: .*attention"):
+    with pytest.raises(SystemExit) as exit_info:
         main(["train", recipe, "--atention", "dot", "--run-dir", str(tmp_path)])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("keras-rnmt train: error: Unknown config key 'atention'. Valid keys: ")
+    assert "attention" in err and "Traceback" not in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match="Unknown config key 'atention'. Valid keys: .*attention"):
+        main(["train", recipe, "--atention", "dot", "--run-dir", str(tmp_path), "--traceback"])
+
+
+def test_a_missing_recipe_or_run_is_one_line_naming_it(tmp_path, capsys):
+    missing = str(tmp_path / "nowhere.py")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", missing])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == f"keras-rnmt train: error: No recipe at {missing}\n"
+    with pytest.raises(SystemExit):
+        main(["translate", str(tmp_path / "no-run"), "-i", missing])
+    err = capsys.readouterr().err
+    assert err.startswith("keras-rnmt translate: error: ") and "no-run" in err
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch):
+    import keras_rnmt.cli as cli
+
+    def broken(args, extra):
+        raise RuntimeError("not bad input")
+
+    monkeypatch.setattr(cli, "cmd_quickstart", broken)
+    with pytest.raises(RuntimeError, match="not bad input"):
+        cli.main(["quickstart"])
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +137,9 @@ def test_plot_without_recurrent_attention_writes_only_the_heatmap(run_dir, capsy
     assert capsys.readouterr().out.split() == [written]
     assert os.path.exists(written)
     assert not os.path.exists(os.path.join(str(run_dir), "attention_memory.png"))
-    with pytest.raises(ValueError, match="give a sentence to translate, or --curves"):
+    with pytest.raises(SystemExit):
         main(["plot", str(run_dir)])
+    assert "keras-rnmt plot: error: give a sentence to translate, or --curves\n" in capsys.readouterr().err
 
 
 def test_plot_curves_reads_the_run_log(trained_run, tmp_path, capsys):

@@ -121,5 +121,9 @@ def test_cli_average_then_evaluate_the_averaged_model(checkpointed_run, tmp_path
     with pytest.raises(SystemExit):
         main(["average", path, "--epochs", "2,three"])
     assert "comma-separated epoch numbers" in capsys.readouterr().err
-    with pytest.raises(FileNotFoundError, match="nothing.keras"):
+    with pytest.raises(SystemExit):
         main(["translate", path, "--model-file", "nothing.keras"])
+    err = capsys.readouterr().err
+    assert err.startswith("keras-rnmt translate: error: ") and "nothing.keras" in err
+    with pytest.raises(FileNotFoundError, match="nothing.keras"):
+        main(["translate", path, "--model-file", "nothing.keras", "--traceback"])

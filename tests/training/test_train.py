@@ -171,3 +171,19 @@ def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_sp
     with pytest.warns(RuntimeWarning, match="without native bfloat16 matmuls"):
         results = train.train_and_evaluate(config, str(tmp_path))
     assert results["epochs_run"] == 1
+
+
+def test_the_run_compiles_the_model_with_the_configs_jit_compile(
+        tmp_path, small_splits, monkeypatch):
+    import keras
+
+    seen, compile_model = [], keras.Model.compile
+
+    def spy(model, *args, jit_compile="auto", **kwargs):
+        seen.append(jit_compile)
+        # Train without XLA / torch.compile here: what is tested is the argument passed.
+        return compile_model(model, *args, jit_compile=False, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "compile", spy)
+    train.train_and_evaluate(_toy_config(jit_compile="true"), str(tmp_path))
+    assert seen == [True]  # the default, "auto", would reach compile as "auto"
