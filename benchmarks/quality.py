@@ -8,6 +8,7 @@
         --init-from benchmarks/work/quality --set epochs=3 learning_rate=2.5e-4  # continue
     python benchmarks/quality.py --models bahdanau --tag=-plateau-cont --init-tag=-plateau \
         --init-from benchmarks/work/quality --set learning_rate=1.25e-4  # continue a tagged run
+    python benchmarks/quality.py --table benchmarks/runs/*-plateau-seed*/scores.json  # tabulate
 
 Each (model, seed) trains with `train_and_evaluate` (`recipes/multi30k.py`, early stopping on
 greedy validation BLEU, best model kept) into `WORK/NAME-seedS` (`NAME{tag}-seedS` with
@@ -199,6 +200,18 @@ def table(results):
     return "\n".join(lines)
 
 
+def records_table(paths):
+    """The table of recorded runs (`benchmarks/runs/NAME-seedS/scores.json`), mean ± sd over
+    the seeds of each NAME."""
+    results = {}
+    for path in sorted(paths):
+        with open(path) as f:
+            record = json.load(f)
+        name = os.path.basename(record["run_dir"].rstrip("/")).rsplit("-seed", 1)[0]
+        results.setdefault(name, []).append(record)
+    return table(results)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
@@ -219,7 +232,11 @@ def main(argv=None):
                         help="a work folder: continue each run from its NAME-seedS there")
     parser.add_argument("--init-tag", default="",
                         help="with --init-from: continue from NAME{init-tag}-seedS instead")
+    parser.add_argument("--table", nargs="*", metavar="SCORES",
+                        help="only tabulate these records' scores.json over seeds (train nothing)")
     args = parser.parse_args(argv)
+    if args.table:
+        return print(records_table(args.table))
 
     # Results of earlier invocations stay in the table; this one's runs replace theirs.
     summary = os.path.join(args.work, "quality.json")

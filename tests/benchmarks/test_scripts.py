@@ -155,6 +155,8 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert len((record / "test_hypotheses.txt").read_text().splitlines()) == 1000
     summary = json.loads((work / "quality.json").read_text())
     assert [r["run_dir"] for r in summary["bahdanau"]] == [str(work / "bahdanau-seed0")]
+    table = run_script("quality.py", "--table", str(record / "scores.json"))
+    assert "| bahdanau | 1 | 2 |" in table and f"{beam5['tokenised_bleu']:.2f}" in table
 
     choices = tmp_path / "choices.json"
     run_script("decode_choices.py", str(work / "bahdanau-seed0"), "--average", "2",
