@@ -103,7 +103,7 @@ def fit_batches(model, batches):
             for s, ti, to in batches:
                 yield (s, ti), to
         data = generator()
-    model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0)
+    model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0, shuffle=False)
     float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
 
 

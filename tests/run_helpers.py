@@ -60,7 +60,7 @@ def train_run(path, epochs=2, heatmap_sentences=SOURCES[:2], **overrides):
 
     model.compile(optimizer=keras.optimizers.Adam(3e-2), loss=MaskedCrossEntropy())
     model.fit(data.repeat(), validation_data=data, epochs=epochs, steps_per_epoch=5, verbose=0,
-              callbacks=[
+              shuffle=False, callbacks=[
                   BleuCallback(factory, SOURCES, TARGETS, os.path.join(path, "best.keras"),
                                patience=0),
                   keras.callbacks.CSVLogger(os.path.join(path, "log.csv")),

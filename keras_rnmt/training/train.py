@@ -169,9 +169,11 @@ def train_and_evaluate(config, run_dir):
                       metrics=[MaskedAccuracy()], jit_compile=jit_compile_arg(config.jit_compile))
         model.summary(print_fn=lambda line, **_: print(line))
         start = time.time()
+        # `make_dataset` shuffles; Keras ignores `shuffle` for a tf.data dataset but warns on
+        # every fit when it is left at its default, True.
         history = model.fit(train, validation_data=valid, epochs=config.epochs,
                             steps_per_epoch=config.steps_per_epoch or None,
-                            callbacks=callbacks)
+                            callbacks=callbacks, shuffle=False)
     training_seconds = time.time() - start
 
     best = keras.saving.load_model(best_path)

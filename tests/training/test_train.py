@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -173,7 +174,7 @@ def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_sp
     assert results["epochs_run"] == 1
 
 
-def test_the_run_compiles_the_model_with_the_configs_jit_compile(
+def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipeline(
         tmp_path, small_splits, monkeypatch):
     import keras
 
@@ -185,5 +186,9 @@ def test_the_run_compiles_the_model_with_the_configs_jit_compile(
         return compile_model(model, *args, jit_compile=False, **kwargs)
 
     monkeypatch.setattr(keras.Model, "compile", spy)
-    train.train_and_evaluate(_toy_config(jit_compile="true"), str(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train.train_and_evaluate(_toy_config(jit_compile="true"), str(tmp_path))
     assert seen == [True]  # the default, "auto", would reach compile as "auto"
+    # The pipeline shuffles; Keras' "shuffle=True ... will be ignored" warning stays away.
+    assert not [w for w in caught if "shuffle" in str(w.message)]
