@@ -21,7 +21,7 @@ import argparse
 import json
 import os
 
-from quality import SETTING_NAMES, mean_sd, read, score
+from quality import SETTING_NAMES, by_run_name, mean_sd, read, score
 from sb import ROOT  # noqa: F401  (puts the repository on sys.path)
 
 
@@ -93,15 +93,11 @@ def main(argv=None):
 def table(paths):
     """Mean ± sd over seeds (runs named NAME-seedS) of the chosen settings' test2016 BLEU."""
     columns = SETTING_NAMES
-    runs = {}
-    for path in sorted(paths):
-        with open(path) as f:
-            record = json.load(f)
+    runs = by_run_name(paths)
+    for record in (r for records in runs.values() for r in records):
         if "test_chosen_scores" not in record:
-            raise ValueError(f"{path} was written by an older decode_choices.py (no "
-                             "test_chosen_scores): run it again on that run")
-        name = os.path.basename(record["run_dir"].rstrip("/")).rsplit("-seed", 1)[0]
-        runs.setdefault(name, []).append(record)
+            raise ValueError(f"{record['run_dir']}: its decode_choices.json was written by an "
+                             "older decode_choices.py (no test_chosen_scores): run it again")
     lines = ["| model | seeds | chosen (per seed) | best.keras beam5 | "
              + " | ".join(f"chosen {c}" for c in columns) + " |", "|---" * (4 + len(columns)) + "|"]
     for name, records in runs.items():

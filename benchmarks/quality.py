@@ -200,16 +200,21 @@ def table(results):
     return "\n".join(lines)
 
 
-def records_table(paths):
-    """The table of recorded runs (`benchmarks/runs/NAME-seedS/scores.json`), mean ± sd over
-    the seeds of each NAME."""
-    results = {}
+def by_run_name(paths):
+    """JSON records of runs (each with its `run_dir`, named NAME-seedS) -> {NAME: [records]}."""
+    runs = {}
     for path in sorted(paths):
         with open(path) as f:
             record = json.load(f)
         name = os.path.basename(record["run_dir"].rstrip("/")).rsplit("-seed", 1)[0]
-        results.setdefault(name, []).append(record)
-    return table(results)
+        runs.setdefault(name, []).append(record)
+    return runs
+
+
+def records_table(paths):
+    """The table of recorded runs (`benchmarks/runs/NAME-seedS/scores.json`), mean ± sd over
+    the seeds of each NAME."""
+    return table(by_run_name(paths))
 
 
 def main(argv=None):
