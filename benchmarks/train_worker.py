@@ -169,7 +169,7 @@ def main(argv=None):
         "target_tokens_per_second": round(float(target_lengths.sum()) / seconds, 1),
         "sentences_per_second": round(len(target_lengths) / seconds, 2),
         "padding_fraction": round(1 - float(target_lengths.sum()) / padded_target, 3),
-        "gflop_per_second": round(flops / seconds / 1e9, 2),
+        "gflop_per_second": float(f"{flops / seconds / 1e9:.4g}"),  # tiny models: > 0
         "mflop_per_target_token": round(flops / target_lengths.sum() / 1e6, 1),
         "parameters": int(model.count_params()),
         "compile_and_warmup_seconds": round(warmup_seconds, 1),
