@@ -211,12 +211,6 @@ def by_run_name(paths):
     return runs
 
 
-def records_table(paths):
-    """The table of recorded runs (`benchmarks/runs/NAME-seedS/scores.json`), mean ± sd over
-    the seeds of each NAME."""
-    return table(by_run_name(paths))
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
@@ -241,7 +235,7 @@ def main(argv=None):
                         help="only tabulate these records' scores.json over seeds (train nothing)")
     args = parser.parse_args(argv)
     if args.table:
-        return print(records_table(args.table))
+        return print(table(by_run_name(args.table)))
 
     # Results of earlier invocations stay in the table; this one's runs replace theirs.
     summary = os.path.join(args.work, "quality.json")

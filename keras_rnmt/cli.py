@@ -291,7 +291,7 @@ def build_parser():
     evaluate.set_defaults(func=cmd_evaluate)
 
     average = add_parser("average", help="average a run's last epoch checkpoints into one "
-                                             "model (train with --keep-checkpoints N)")
+                                         "model (train with --keep-checkpoints N)")
     average.add_argument("run_dir")
     average.add_argument("--last", type=int, default=None,
                          help="average the newest N epoch checkpoints")
