@@ -12,7 +12,9 @@ sentence runs the same steps from the same state; only the rows around it change
 import numpy as np
 from keras import ops, tree
 
-from keras_rnmt.search.beam import NEG_INF, BeamState, beam_search_result
+from keras_rnmt.search._decoding import NEG_INF
+from keras_rnmt.search.beam import beam_search_result
+from keras_rnmt.search.beam_step import BeamState
 
 
 def shrinking_beam_search(start, advance, beam_size, chunk_steps=4, min_rows=8):
