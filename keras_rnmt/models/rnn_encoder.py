@@ -30,6 +30,7 @@ class RNNEncoder(keras.layers.Layer):
         the top layer's last real state in each direction (input to the decoder's bridge).
 
     Example:
+    >>> import numpy as np
     >>> encoder = RNNEncoder(vocabulary_size=100, embedding_dim=8, units=4)
     >>> memory, mask, final = encoder(np.array([[5, 6, 0]]))
     >>> tuple(memory.shape), tuple(final.shape)

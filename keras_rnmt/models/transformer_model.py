@@ -37,6 +37,7 @@ class TransformerDecoderStack(keras.layers.Layer):
         Logits (batch, target_len, vocabulary_size) float32.
 
     Example:
+    >>> import numpy as np
     >>> decoder = TransformerDecoderStack(30, 8, num_layers=1, num_heads=2, intermediate_dim=16)
     >>> logits = decoder(np.ones((2, 4), "int32"), np.zeros((2, 5, 8)), np.ones((2, 5), bool))
     >>> tuple(logits.shape)
@@ -180,6 +181,7 @@ class TransformerTranslationModel(keras.Model):
         config: a `ModelConfig` (model_type "transformer") or a dict of its fields.
 
     Example:
+    >>> import numpy as np
     >>> config = ModelConfig(source_vocab_size=50, target_vocab_size=60, model_type="transformer",
     ...                      embedding_dim=8, num_heads=2, intermediate_dim=16,
     ...                      transformer_layers=1)

@@ -25,6 +25,7 @@ class TranslationModel(keras.Model):
         config: a `ModelConfig` or a dict of its fields.
 
     Example:
+    >>> import numpy as np
     >>> config = ModelConfig(source_vocab_size=50, target_vocab_size=60, embedding_dim=8,
     ...                      encoder_units=8, decoder_units=16, attention="recurrent")
     >>> model = TranslationModel(config)
