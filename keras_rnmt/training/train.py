@@ -21,6 +21,12 @@ from keras_rnmt.training.distribution import distribution_scope
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 from keras_rnmt.training.optimizers import get_optimizer, plateau_decay, uniform_initialize
+from keras_rnmt.training.run_log import (
+    EpochTimer,
+    log_path,
+    logged_epochs,
+    logged_training_seconds,
+)
 from keras_rnmt.translator import Translator
 
 
@@ -148,7 +154,8 @@ def train_and_evaluate(config, run_dir):
     if config.keep_checkpoints:
         callbacks.append(EpochCheckpoints(run_dir, config.keep_checkpoints))
     callbacks += [
-        keras.callbacks.CSVLogger(os.path.join(run_dir, "log.csv"), append=True),
+        EpochTimer(run_dir),  # after the validation BLEU it times, before the CSVLogger
+        keras.callbacks.CSVLogger(log_path(run_dir), append=True),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "tensorboard")),
         keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
     ]
@@ -174,7 +181,11 @@ def train_and_evaluate(config, run_dir):
         history = model.fit(train, validation_data=valid, epochs=config.epochs,
                             steps_per_epoch=config.steps_per_epoch or None,
                             callbacks=callbacks, shuffle=False)
-    training_seconds = time.time() - start
+    process_seconds = time.time() - start
+    # Every epoch of the run, before a restart too (`backup/`), when log.csv times them.
+    training_seconds = logged_training_seconds(run_dir)
+    if training_seconds is None:
+        training_seconds = process_seconds
 
     best = keras.saving.load_model(best_path)
     translator = Translator(best, source_tokenizer, target_tokenizer,
@@ -187,9 +198,9 @@ def train_and_evaluate(config, run_dir):
         "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
         "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
         "beam_size": config.beam_size, "training_seconds": round(training_seconds, 1),
-        # Counting the epochs before a restart (`backup/`): training_seconds does not.
-        "epochs_run": history.epoch[-1] + 1 if history.epoch else _logged_epochs(run_dir),
+        "epochs_run": history.epoch[-1] + 1 if history.epoch else logged_epochs(run_dir),
         "epochs_this_process": len(history.epoch),
+        "training_seconds_this_process": round(process_seconds, 1),
         "backend": keras.backend.backend(), "parameters": best.count_params(),
         "replicas": replicas.num_replicas,
     }
@@ -199,11 +210,3 @@ def train_and_evaluate(config, run_dir):
         f.writelines(h + "\n" for h in hypotheses)
     return results
 
-
-def _logged_epochs(run_dir):
-    """Epochs in `log.csv`: a run resumed after its last epoch trains none itself."""
-    path = os.path.join(run_dir, "log.csv")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        return sum(1 for line in f) - 1

@@ -133,6 +133,11 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
     assert [float(row["learning_rate"]) for row in rows] == pytest.approx(
         _halved_rates(bleus, 1e-2), rel=1e-6)
     assert [epoch for epoch, _ in list_checkpoints(str(tmp_path))] == [3, 4]
+    # The run's training time counts the epochs of the killed process too.
+    seconds = [float(row["epoch_seconds"]) for row in rows]
+    assert all(s > 0 for s in seconds)
+    assert results["training_seconds"] == pytest.approx(sum(seconds), abs=0.1)
+    assert results["training_seconds"] > sum(seconds[2:])
     with pytest.raises(ValueError, match="keep_checkpoints must be >= 0"):
         _toy_config(keep_checkpoints=-1)
 
@@ -156,6 +161,9 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd.__base__)  # small_splits stays
     results = train.train_and_evaluate(config, str(tmp_path))
     assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
+    with open(tmp_path / "log.csv") as f:
+        logged = sum(float(row["epoch_seconds"]) for row in csv.DictReader(f))
+    assert results["training_seconds"] == pytest.approx(logged, abs=0.1) and logged > 0
 
 
 
