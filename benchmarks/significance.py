@@ -11,7 +11,10 @@ systems' BLEU, its 95% confidence interval and the p-value of the system beating
 baseline by chance. Prints one markdown row per (tag, seed), then per tag a row for the mean
 over seeds: the same resamples of test sentences applied to every seed of both models, the
 difference of the two means of seed BLEUs, its 95% interval and sacreBLEU's p-value (this
-covers test-set sampling, not the seed-to-seed spread). A hypotheses file whose BLEU
+covers test-set sampling, not the seed-to-seed spread). A last row per tag tests the seeds:
+the mean and sd of the per-seed differences, and the exact two-sided sign-flip test of
+their mean (under "no difference" each seed's difference is as likely positive as
+negative; with n seeds p cannot fall below 2 / 2**n, 0.125 for 4). A hypotheses file whose BLEU
 differs from the run's `scores.json` (beam 5) was written by an older search (the 8-epoch
 runs decoded with the exact stop rule at the end of training) and is flagged.
 """
@@ -19,6 +22,7 @@ runs decoded with the exact stop rule at the end of training) and is flagged.
 import argparse
 import collections
 import glob
+import itertools
 import json
 import os
 import re
@@ -99,6 +103,19 @@ def pooled_bootstrap(reference, baselines, systems, samples, seed=12345):
     return full[:split].mean(), full[split:].mean(), difference, (low, high), p_value
 
 
+def sign_flip_test(differences):
+    """Exact two-sided sign-flip (paired permutation) test of the mean of per-seed
+    differences: (mean, sd, p), p the share of the 2**n sign patterns whose mean is at least
+    as far from 0 as the observed one."""
+    differences = np.asarray(differences, "float64")
+    n = len(differences)
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))  # 2**n x n
+    means = np.abs(signs @ np.abs(differences)) / n
+    observed = abs(differences.mean())
+    p_value = np.mean(means >= observed - 1e-12)
+    return differences.mean(), differences.std(ddof=1), p_value
+
+
 def seeds(name, tag):
     pattern = re.compile(re.escape(f"{name}{tag}-seed") + r"(\d+)$")
     found = (pattern.search(path) for path in glob.glob(os.path.join(RUNS, f"{name}{tag}-seed*")))
@@ -120,7 +137,7 @@ def main(argv=None):
     print(f"| tag | seed | {args.baseline} (95% CI) | {args.system} (95% CI) | difference | p |")
     print("|---|---:|---:|---:|---:|---:|")
     for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
-        pairs = []
+        pairs, differences = [], []
         for seed in sorted(seeds(args.baseline, tag) & seeds(args.system, tag)):
             paths = [os.path.join(RUNS, f"{name}{tag}-seed{seed}", args.hypotheses)
                      for name in (args.baseline, args.system)]
@@ -134,11 +151,15 @@ def main(argv=None):
                             if args.hypotheses == "test_hypotheses.txt"),
                   flush=True)
             pairs.append(paths)
+            differences.append(system["score"] - base["score"])
         if len(pairs) > 1:
             base, system, difference, (low, high), p = pooled_bootstrap(
                 reference, [b for b, _ in pairs], [s for _, s in pairs], args.samples)
             print(f"| {tag or '(none)'} | mean of {len(pairs)} | {base:.2f} | {system:.2f} | "
                   f"{difference:+.2f} (95% CI {low:+.2f} to {high:+.2f}) | {p:.3f} |", flush=True)
+            mean, sd, p = sign_flip_test(differences)
+            print(f"| {tag or '(none)'} | seeds, sign-flip test | | | {mean:+.2f} ± {sd:.2f} "
+                  f"(sd over {len(pairs)} seeds) | {p:.3f} |", flush=True)
 
 
 def stale(hypotheses, bleu):
