@@ -38,6 +38,7 @@ class EpochTimer(keras.callbacks.Callback):
     def __init__(self, run_dir):
         super().__init__()
         self.run_dir = run_dir
+        self.enabled = True
         self._start = None
 
     def on_train_begin(self, logs=None):
