@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 
-from sb import ROOT, data_dir, report, result_line, worker_env
+from sb import ROOT, data_dir, exit_on_sigterm, report, result_line, worker_env
 from train_throughput import run_worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -153,4 +153,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     main()

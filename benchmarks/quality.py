@@ -35,7 +35,7 @@ import statistics
 import subprocess
 import sys
 
-from sb import ROOT, data_dir
+from sb import ROOT, data_dir, exit_on_sigterm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = os.path.join(HERE, "runs")
@@ -268,5 +268,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     main()

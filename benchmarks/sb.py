@@ -8,6 +8,7 @@ batches of 64 sentences, Adam 1e-3 (JoeyNMT: `../shared/peer/joeynmt_sb.yaml`).
 
 import json
 import os
+import signal
 import sys
 
 import numpy as np
@@ -23,6 +24,17 @@ def data_dir():
     if not os.path.exists(os.path.join(path, "train.lc.norm.tok.en")):
         raise SystemExit(f"Multi30k not found in {path}: set KERAS_RNMT_DATA")
     return os.path.abspath(path)
+
+
+def exit_on_sigterm():
+    """Turn SIGTERM (`kill PID`) into `SystemExit`, so a driver script's running
+    `subprocess.run` kills its child (a training run, a worker) before exiting, instead of
+    leaving it running on the machine's two cores. Call it from a script's ``__main__``."""
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def worker_env(**variables):

@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 
-from sb import matmul_peak, report, result_line, worker_env
+from sb import exit_on_sigterm, matmul_peak, report, result_line, worker_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -92,4 +92,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     main()

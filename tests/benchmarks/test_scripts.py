@@ -240,3 +240,34 @@ def test_profile_step_attributes_thunk_time_to_model_parts():
     parts = {line.split()[0] for line in out.splitlines()
              if line.split()[:1] and line.split()[0] in ("decoder", "encoder", "optimizer")}
     assert parts == {"decoder", "encoder", "optimizer"}
+
+
+def test_a_driver_killed_with_sigterm_takes_its_child_with_it(tmp_path):
+    """`sb.exit_on_sigterm`: `kill PID` on a script waiting in `subprocess.run` ends its
+    child too (a quality run's training would otherwise go on alone)."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    child_script = tmp_path / "child.py"
+    child_script.write_text("import os, sys, time\n"
+                            "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+                            "time.sleep(60)\n")
+    driver = tmp_path / "driver.py"
+    driver.write_text("import subprocess, sys\n"
+                      f"sys.path.insert(0, {BENCHMARKS!r})\n"
+                      "from sb import exit_on_sigterm\n"
+                      "exit_on_sigterm()\n"
+                      f"subprocess.run([sys.executable, {str(child_script)!r}, {str(pid_file)!r}])\n")
+    process = subprocess.Popen([sys.executable, str(driver)])
+    deadline = time.time() + 30
+    while not (pid_file.exists() and pid_file.read_text()) and time.time() < deadline:
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    for _ in range(100):  # the child is killed and reaped by the driver before it exits
+        if not os.path.exists(f"/proc/{child}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}")
