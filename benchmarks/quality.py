@@ -129,11 +129,15 @@ def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=
     with open(os.path.join(run_dir, "results.json")) as f:
         trained = json.load(f)
     chosen = {} if length_penalty is None else {"length_penalty": length_penalty}
-    rows = {}
+    rows, searched = {}, {}
     for (beam, unk), name in zip(SETTINGS, SETTING_NAMES):
-        translator = Translator.from_run(run_dir, model_file=model_file, beam_size=beam,
-                                         replace_unk=unk, stop_rule=stop_rule, **chosen)
-        outputs = translator(sources)
+        # One search per beam size: UNK replacement reads the same search's attention.
+        if beam not in searched:
+            translator = Translator.from_run(run_dir, model_file=model_file, beam_size=beam,
+                                             stop_rule=stop_rule, **chosen)
+            searched[beam] = translator, translator.translate(sources)
+        translator, translations = searched[beam]
+        outputs = [translator.unk_replaced(t) if unk else t.text for t in translations]
         tok = corpus_scores(outputs, tokenised, tokenized=True)
         detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
         if hypotheses is not None:

@@ -164,6 +164,25 @@ class Translator:
     def __call__(self, sentences, n_best=1):
         return [result.text for result in self.translate(sentences, n_best=n_best)]
 
+    def unk_replaced(self, translation):
+        """The text `replace_unk=True` gives for `translation`, without searching again.
+
+        Each `<unk>` in `translation.tokens` becomes the source word it attends to most (or
+        that word's `unk_dictionary` entry), read from `translation.attention`; the search
+        is the same with or without replacement, so one `translate` serves both scorings.
+
+        Args:
+            translation: a `Translation` from this translator's `translate`.
+
+        Returns:
+            str: its text with unknown words replaced; `translation.text` unchanged when it
+            has no attention (a model without attention, or an empty input).
+        """
+        if translation.attention is None:
+            return translation.text
+        return " ".join(self._replace_unknowns(translation.tokens, translation.source_tokens,
+                                               translation.attention))
+
     def attention_states(self, sentence, translation):
         """The attention state at every output step of `translation`, replayed teacher-forced.
 
@@ -251,14 +270,16 @@ class Translator:
         if attention is not None:
             weights = np.asarray(attention[:length, :len(source_tokens)], dtype="float32")
         if self.replace_unk and weights is not None:
-            tokens = replace_unknown(tokens, source_tokens, weights,
-                                     unk_token=self.target_tokenizer.id_to_token(
-                                         self.target_tokenizer.unk_id),
-                                     dictionary=self.unk_dictionary)
+            tokens = self._replace_unknowns(tokens, source_tokens, weights)
             text = " ".join(tokens)
         else:
             text = None  # detokenized for the whole batch at once by `_detokenize_all`
         return Translation(text, float(score), tokens, source_tokens, weights, ids=ids)
+
+    def _replace_unknowns(self, tokens, source_tokens, weights):
+        unk = self.target_tokenizer.id_to_token(self.target_tokenizer.unk_id)
+        return replace_unknown(tokens, source_tokens, weights, unk_token=unk,
+                               dictionary=self.unk_dictionary)
 
     def _detokenize_all(self, translations):
         """Set the text of every translation that has none, in one tokenizer call (one call

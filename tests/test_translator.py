@@ -104,6 +104,43 @@ def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
     assert outputs == plain(SOURCES[:2])
 
 
+def test_unk_replaced_reads_the_attention_of_a_translation(translator_parts):
+    """Hand-made case: <unk> attends most to "zebra" (0.7 > 0.2, 0.1); "</s>" never wins."""
+    from keras_rnmt.translator import Translation
+
+    model, source_tokenizer, target_tokenizer = translator_parts
+    attention = np.array([[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]], "float32")
+    translation = Translation("a <unk>", -1.0, ["a", "<unk>"], ["ein", "zebra", "</s>"],
+                              attention)
+    plain = Translator(model, source_tokenizer, target_tokenizer)
+    assert plain.unk_replaced(translation) == "a zebra"
+    dictionary = Translator(model, source_tokenizer, target_tokenizer,
+                            unk_dictionary={"zebra": "Zebra"})
+    assert dictionary.unk_replaced(translation) == "a Zebra"
+    no_attention = Translation("a <unk>", -1.0, ["a", "<unk>"], ["ein", "</s>"])
+    assert plain.unk_replaced(no_attention) == "a <unk>"
+
+
+def test_unk_replaced_gives_what_a_replacing_translator_gives():
+    """One search serves both scorings: `unk_replaced` of a plain translator's output equals
+    a `replace_unk=True` translator's output (a bias makes the model emit <unk>)."""
+    model, source_tokenizer, target_tokenizer = tiny_parts()
+    bias = model.decoder.output_layer.bias
+    boost = np.zeros(bias.shape, "float32")
+    boost[target_tokenizer.unk_id] = 5.0
+    bias.assign(ops.convert_to_numpy(bias) + boost)
+    lines = [*SOURCES, ""]
+    options = dict(beam_size=3, max_length_a=1.0, max_length_b=2)
+    plain = Translator(model, source_tokenizer, target_tokenizer, **options)
+    replacing = Translator(model, source_tokenizer, target_tokenizer, replace_unk=True,
+                           **options)
+    translations = plain.translate(lines)
+    assert sum(t.tokens.count("<unk>") for t in translations) >= len(SOURCES)
+    replaced = [plain.unk_replaced(t) for t in translations]
+    assert replaced == replacing(lines) and replaced[-1] == ""
+    assert not any("<unk>" in text for text in replaced)
+
+
 def test_texts_detokenized_in_one_call_match_each_hypothesis_ids(translator_parts):
     model, source_tokenizer, target_tokenizer = translator_parts
     translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=3)
