@@ -87,7 +87,11 @@ def fit_batches(model, batches):
     Under TensorFlow the batches become a `tf.data.Dataset` of tensors, as training feeds
     them (`make_dataset`): fed from a Python generator, TensorFlow's input thread competes
     for the interpreter with the training loop, which cost 30-50% of its speed here and made
-    its figure swing from run to run (RESULTS.md §1).
+    its figure swing from run to run (RESULTS.md §1). The dataset's tf.data autotuning is
+    off (it holds tensors already made, nothing to tune): with it on, about a third of the
+    runs here (TensorFlow 2.21) stalled after the last step until 10 ms x (2^n - 1) after the
+    iterator was made, inside `fit`'s return (20.56 s for a 12 s pass), which the timed
+    pass counted as training (RESULTS.md §1, 2026-11-25).
     """
     import keras
 
@@ -98,6 +102,9 @@ def fit_batches(model, batches):
 
         data = functools.reduce(lambda a, b: a.concatenate(b), [
             tf.data.Dataset.from_tensors(((s, ti), to)) for s, ti, to in batches])
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        data = data.with_options(options)
     else:
         def generator():
             for s, ti, to in batches:
