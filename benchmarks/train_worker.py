@@ -80,6 +80,27 @@ def compiled_model(config, source_tokenizer, target_tokenizer):
     return model_config, model
 
 
+def tensorflow_batches(batches):
+    """`batches` of (source, target_in, target_out) arrays as a `tf.data.Dataset` of
+    `((source, target_in), target_out)` tensors, in order, with tf.data's autotuning off.
+
+    The dataset holds tensors already made, so there is nothing to tune; with autotuning on,
+    about a third of the TensorFlow runs here (TensorFlow 2.21) stalled after the last step,
+    inside `fit`'s return, until 10 ms x (2^n - 1) after the iterator was made (20.56 s for
+    a 12 s pass), and the timed pass counted the stall as training (RESULTS.md §1,
+    2026-11-25).
+    """
+    import functools
+
+    import tensorflow as tf
+
+    data = functools.reduce(lambda a, b: a.concatenate(b), [
+        tf.data.Dataset.from_tensors(((s, ti), to)) for s, ti, to in batches])
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return data.with_options(options)
+
+
 def fit_batches(model, batches):
     """One `model.fit` pass over `batches` of (source, target_in, target_out) arrays,
     returning once the device has finished.
@@ -87,24 +108,12 @@ def fit_batches(model, batches):
     Under TensorFlow the batches become a `tf.data.Dataset` of tensors, as training feeds
     them (`make_dataset`): fed from a Python generator, TensorFlow's input thread competes
     for the interpreter with the training loop, which cost 30-50% of its speed here and made
-    its figure swing from run to run (RESULTS.md §1). The dataset's tf.data autotuning is
-    off (it holds tensors already made, nothing to tune): with it on, about a third of the
-    runs here (TensorFlow 2.21) stalled after the last step until 10 ms x (2^n - 1) after the
-    iterator was made, inside `fit`'s return (20.56 s for a 12 s pass), which the timed
-    pass counted as training (RESULTS.md §1, 2026-11-25).
+    its figure swing from run to run (RESULTS.md §1).
     """
     import keras
 
     if keras.backend.backend() == "tensorflow":
-        import functools
-
-        import tensorflow as tf
-
-        data = functools.reduce(lambda a, b: a.concatenate(b), [
-            tf.data.Dataset.from_tensors(((s, ti), to)) for s, ti, to in batches])
-        options = tf.data.Options()
-        options.autotune.enabled = False
-        data = data.with_options(options)
+        data = tensorflow_batches(batches)
     else:
         def generator():
             for s, ti, to in batches:
