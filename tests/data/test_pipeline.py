@@ -109,19 +109,21 @@ def test_batch_by_tokens_respects_budget():
     assert max(sizes) > 1
 
 
+# Width 1 is the Multi30k recipe's: every batch padded to exactly its longest sentence.
+@pytest.mark.parametrize("bucket_width", [4, 1])
 @pytest.mark.parametrize("batch_by, batch_size", [("sentences", 16), ("tokens", 120)])
-def test_pad_to_bucket_gives_static_bucket_shapes(batch_by, batch_size):
+def test_pad_to_bucket_gives_static_bucket_shapes(batch_by, batch_size, bucket_width):
     source_tokenizer, target_tokenizer = tokenizers()
     dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
-                           batch_size=batch_size, batch_by=batch_by, bucket_width=4,
+                           batch_size=batch_size, batch_by=batch_by, bucket_width=bucket_width,
                            pad_to_bucket=True)  # fmt: skip
     shapes, seen = set(), collections.Counter()
     for source, target_in, target_out in batches(dataset):
         width = source.shape[1]
-        assert width % 4 == 0
+        assert width % bucket_width == 0
         assert source.shape == target_in.shape == target_out.shape
         longest = max(lengths(source).max(), lengths(target_in).max())
-        assert width - 4 < longest <= width  # the bucket's upper bound
+        assert width - bucket_width < longest <= width  # the bucket's upper bound
         if batch_by == "tokens":
             assert source.shape[0] * width <= batch_size
         shapes.add(width)
@@ -129,7 +131,8 @@ def test_pad_to_bucket_gives_static_bucket_shapes(batch_by, batch_size):
         decoded_targets = target_tokenizer.detokenize(target_out).numpy().tolist()
         seen.update((s.decode(), t.decode()) for s, t in zip(decoded_sources, decoded_targets))
     assert seen == collections.Counter(zip(SOURCES, TARGETS))
-    assert len(shapes) <= 5  # lengths 2..16 with </s>: buckets 4, 8, 12, 16 (and 20)
+    # lengths 2..16 with </s>: buckets 4, 8, 12, 16 (and 20) at width 4, one per length at 1
+    assert len(shapes) <= 20 // bucket_width
 
 
 def test_max_length_guard_drops_long_pairs():
