@@ -2,6 +2,7 @@
 
     python benchmarks/significance.py                          # every tag with both models
     python benchmarks/significance.py --tags plateau --baseline bahdanau --system recurrent-k5
+    python benchmarks/significance.py --tags plateau plateau-ls --pool   # both recipes together
 
 For every seed S that has both `benchmarks/runs/{baseline}-{tag}-seedS/test_hypotheses.txt`
 and `.../{system}-{tag}-seedS/test_hypotheses.txt` (tag `none`: `{name}-seedS`) (beam 5, the run's best model, as
@@ -14,7 +15,9 @@ difference of the two means of seed BLEUs, its 95% interval and sacreBLEU's p-va
 covers test-set sampling, not the seed-to-seed spread). A last row per tag tests the seeds:
 the mean and sd of the per-seed differences, and the exact two-sided sign-flip test of
 their mean (under "no difference" each seed's difference is as likely positive as
-negative; with n seeds p cannot fall below 2 / 2**n, 0.125 for 4). A hypotheses file whose BLEU
+negative; with n seeds p cannot fall below 2 / 2**n, 0.125 for 4). `--pool` adds both rows
+for the seed pairs of all the tags together (`all tags`): each pair is still two models
+trained with the same recipe and seed, so the sign-flip null holds pair by pair. A hypotheses file whose BLEU
 differs from the run's `scores.json` (beam 5) was written by an older search (the 8-epoch
 runs decoded with the exact stop rule at the end of training) and is flagged.
 """
@@ -132,10 +135,14 @@ def main(argv=None):
     parser.add_argument("--hypotheses", default="test_hypotheses.txt",
                         help="the file in each run record to compare (test_hypotheses_chosen.txt:"
                              " the model and α `decode_choices.py` chose on validation)")
+    parser.add_argument("--pool", action="store_true",
+                        help="also test the seed pairs of all the tags together: one recipe per"
+                             " tag, the same two models (rows `all tags`)")
     args = parser.parse_args(argv)
     reference = os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de")
     print(f"| tag | seed | {args.baseline} (95% CI) | {args.system} (95% CI) | difference | p |")
     print("|---|---:|---:|---:|---:|---:|")
+    all_pairs, all_differences = [], []
     for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
         pairs, differences = [], []
         for seed in sorted(seeds(args.baseline, tag) & seeds(args.system, tag)):
@@ -153,13 +160,22 @@ def main(argv=None):
             pairs.append(paths)
             differences.append(system["score"] - base["score"])
         if len(pairs) > 1:
-            base, system, difference, (low, high), p = pooled_bootstrap(
-                reference, [b for b, _ in pairs], [s for _, s in pairs], args.samples)
-            print(f"| {tag or '(none)'} | mean of {len(pairs)} | {base:.2f} | {system:.2f} | "
-                  f"{difference:+.2f} (95% CI {low:+.2f} to {high:+.2f}) | {p:.3f} |", flush=True)
-            mean, sd, p = sign_flip_test(differences)
-            print(f"| {tag or '(none)'} | seeds, sign-flip test | | | {mean:+.2f} ± {sd:.2f} "
-                  f"(sd over {len(pairs)} seeds) | {p:.3f} |", flush=True)
+            summarise(tag or "(none)", reference, pairs, differences, args.samples)
+        all_pairs += pairs
+        all_differences += differences
+    if args.pool and len(all_pairs) > 1:
+        summarise("all tags", reference, all_pairs, all_differences, args.samples)
+
+
+def summarise(label, reference, pairs, differences, samples):
+    """The rows for the mean over seed pairs (test-set bootstrap) and across them (sign flip)."""
+    base, system, difference, (low, high), p = pooled_bootstrap(
+        reference, [b for b, _ in pairs], [s for _, s in pairs], samples)
+    print(f"| {label} | mean of {len(pairs)} | {base:.2f} | {system:.2f} | "
+          f"{difference:+.2f} (95% CI {low:+.2f} to {high:+.2f}) | {p:.3f} |", flush=True)
+    mean, sd, p = sign_flip_test(differences)
+    print(f"| {label} | seeds, sign-flip test | | | {mean:+.2f} ± {sd:.2f} "
+          f"(sd over {len(pairs)} seeds) | {p:.3f} |", flush=True)
 
 
 def stale(hypotheses, bleu):

@@ -199,6 +199,30 @@ def test_significance_reproduces_each_recorded_runs_bleu():
             assert float(cell.split("±")[0]) == pytest.approx(recorded, abs=0.01)
 
 
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_significance_pools_the_seed_pairs_of_all_tags():
+    """`--pool`: the `all tags` rows test every tag's seed pairs together; the sign flip runs
+    over the per-seed differences of all of them, in the tags' order."""
+    import significance
+
+    out = run_script("significance.py", "--tags", "plateau", "plateau-ls", "--pool",
+                     "--samples", "20")
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| -plateau")]
+    differences = [float(row[4]) for row in rows if row[1].strip().isdigit()]
+    pooled = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| all tags")]
+    assert [row[1].strip() for row in pooled] == [f"mean of {len(differences)}",
+                                                  "seeds, sign-flip test"]
+    assert len(differences) > len(significance.seeds("recurrent-k5", "-plateau"))
+    mean, sd, p = significance.sign_flip_test(differences)
+    assert pooled[1][4].strip() == f"{mean:+.2f} ± {sd:.2f} (sd over {len(differences)} seeds)"
+    assert float(pooled[1][5]) == round(p, 3)
+    assert float(pooled[0][4].split()[0]) == pytest.approx(mean, abs=0.011)
+    # Without --pool the rows are per tag only.
+    alone = run_script("significance.py", "--tags", "plateau", "--samples", "20")
+    assert "all tags" not in alone
+
+
 def test_sign_flip_test_is_exact_on_small_cases():
     import significance
 
