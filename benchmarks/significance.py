@@ -17,9 +17,10 @@ the mean and sd of the per-seed differences, and the exact two-sided sign-flip t
 their mean (under "no difference" each seed's difference is as likely positive as
 negative; with n seeds p cannot fall below 2 / 2**n, 0.125 for 4). `--pool` adds both rows
 for the seed pairs of all the tags together (`all tags`): each pair is still two models
-trained with the same recipe and seed, so the sign-flip null holds pair by pair. A hypotheses file whose BLEU
-differs from the run's `scores.json` (beam 5) was written by an older search (the 8-epoch
-runs decoded with the exact stop rule at the end of training) and is flagged.
+trained with the same recipe and seed, so the sign-flip null holds pair by pair. A
+hypotheses file whose BLEU differs from the run's `scores.json` (beam 5) was written by an
+older search (the 8-epoch runs decoded with the exact stop rule at the end of training) and
+is flagged.
 """
 
 import argparse
