@@ -130,7 +130,8 @@ def main(argv=None):
     batches = synthetic_batches(args.warmup + 2 * args.steps, config.batch_size, args.length,
                                 source_tokenizer.vocabulary_size(),
                                 target_tokenizer.vocabulary_size(), config.seed)
-    model_config, model = compiled_model(config, source_tokenizer, target_tokenizer)
+    model_config, model = compiled_model(config, source_tokenizer.vocabulary_size(),
+                                         target_tokenizer.vocabulary_size())
     fit_batches(model, batches[:args.warmup])
     start = time.perf_counter()
     fit_batches(model, batches[args.warmup:args.warmup + args.steps])

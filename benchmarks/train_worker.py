@@ -60,16 +60,16 @@ def peak_memory_mb():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def compiled_model(config, source_tokenizer, target_tokenizer):
-    """`(model_config, model)`: the config's model for these vocabularies, initialised and
-    compiled with its optimizer and loss, as the recipe trains it."""
+def compiled_model(config, source_vocab_size, target_vocab_size):
+    """`(model_config, model)`: the config's model for vocabularies of these sizes,
+    initialised and compiled with its optimizer and loss, as the recipe trains it."""
     from keras_rnmt.models import build_model
     from keras_rnmt.training.config import jit_compile_arg
     from keras_rnmt.training.losses import MaskedCrossEntropy
     from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
 
-    model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
-                                        target_vocab_size=target_tokenizer.vocabulary_size())
+    model_config = config.model.replace(source_vocab_size=source_vocab_size,
+                                        target_vocab_size=target_vocab_size)
     model = build_model(model_config)
     if config.uniform_init:
         uniform_initialize(model, config.uniform_init, seed=config.seed)
@@ -152,7 +152,8 @@ def main(argv=None):
                                repeat=True)
         batches = [tuple(np.asarray(x) for x in (s, ti, to))
                    for (s, ti), to in dataset.take(total).as_numpy_iterator()]
-    model_config, model = compiled_model(config, source_tokenizer, target_tokenizer)
+    model_config, model = compiled_model(config, source_tokenizer.vocabulary_size(),
+                                         target_tokenizer.vocabulary_size())
 
     # Compile every shape the timed steps use, then the warm-up steps.
     seen, first_of_shape = set(), []

@@ -295,3 +295,37 @@ def test_a_driver_killed_with_sigterm_takes_its_child_with_it(tmp_path):
             break
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{child}")
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(tmp_path):
+    import numpy as np
+
+    path = str(tmp_path / "batches.npz")
+    run_script("gpu_check.py", "prepare", path, "--batches", "4", "--set", *TINY)
+    data = np.load(path)
+    assert all(data[f"source_{i}"].shape[1] % 16 == 0 for i in range(4))
+    assert data["test_source"].shape[0] == 1000
+    results = []
+    for backend in ("jax", "torch"):
+        out = run_script("gpu_check.py", "run", path, "--allow-cpu", "--warmup", "1",
+                         "--steps", "2", "--sentences", "8", "--beam-size", "2",
+                         "--policies", "float32", "mixed_float16", backend=backend)
+        lines = [json.loads(line[len("RESULT "):]) for line in out.splitlines()
+                 if line.startswith("RESULT ")]
+        assert [(r["attention"], r["dtype_policy"]) for r in lines] == [
+            ("bahdanau", "float32"), ("bahdanau", "mixed_float16"),
+            ("recurrent", "float32"), ("recurrent", "mixed_float16")]
+        assert all(r["backend"] == backend and r["loss_finite"] and r["steps"] == 2
+                   and r["sentences"] == 8 and r["beam_mean_output_tokens"] > 0
+                   for r in lines)
+        assert "loss_scale" in lines[1] and "loss_scale" not in lines[0]
+        results.append(lines)
+    # The same models (the prepared config) under both backends.
+    assert [r["parameters"] for r in results[0]] == [r["parameters"] for r in results[1]]
+    # Without a GPU and without --allow-cpu the check refuses to report CPU figures.
+    import gpu_check
+
+    with pytest.raises(SystemExit, match="no GPU visible"):
+        gpu_check.main(["run", path])
