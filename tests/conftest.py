@@ -24,6 +24,16 @@ if BACKEND == "torch" and _WORKERS > 1:
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
 
+# On a GPU, JAX multiplies float32 matrices in TF32 (10-bit mantissas) by default, so two
+# arrangements of one computation (a batch searched whole or shrunk, our beam search and
+# keras-hub's) differ by 1e-3; the tests check the algorithms, so they ask for full float32.
+# PyTorch's default for float32 matmuls is already full precision; CPUs always are.
+if BACKEND == "jax":
+    import jax
+
+    if jax.default_backend() != "cpu":
+        jax.config.update("jax_default_matmul_precision", "highest")
+
 
 def pytest_report_header(config):
     # Under pytest-xdist (`make test` runs 2 workers) the workers deselect, and the summary

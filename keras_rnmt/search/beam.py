@@ -86,7 +86,8 @@ def beam_search(
             attention float32 (B*K, S), or ``None`` for a model without attention.
         initial_state: the state before the first step, leaves (B, ...); tiled here.
         batch_size: int. B.
-        beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly.
+        beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly (on a
+            GPU, its scores to the last bit or so).
         bos_id: int. Id fed at the first step.
         eos_id: int. End-of-sentence id.
         max_length: int, or int tensor (B,) of per-sentence limits, counting </s>; a

@@ -104,12 +104,15 @@ class RandomModel:
         }
 
     def logits(self, tokens, state):
+        # The weights become tensors on the backend's device (numpy + a CUDA tensor fails).
+        embedding, recurrent, output, output_bias = (ops.convert_to_tensor(w) for w in (
+            self.embedding, self.recurrent, self.output, self.output_bias))
         (h,) = state["rnn"]
-        h = ops.tanh(ops.matmul(h, self.recurrent) + ops.take(self.embedding, tokens, axis=0))
+        h = ops.tanh(ops.matmul(h, recurrent) + ops.take(embedding, tokens, axis=0))
         scores = ops.einsum("nsh,nh->ns", state["memory"], h)
         attention = ops.softmax(scores, axis=-1)
         context = ops.einsum("ns,nsh->nh", attention, state["memory"])
-        logits = ops.matmul(h + context, self.output) + self.output_bias
+        logits = ops.matmul(h + context, output) + output_bias
         new_state = {"rnn": (h,), "memory": state["memory"], "time": state["time"] + 1}
         return logits, new_state, attention
 

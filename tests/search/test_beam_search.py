@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_rnmt.precision import accelerator_present
 from keras_rnmt.search import beam_search, greedy_search
 
 from .fake_models import (
@@ -233,9 +234,13 @@ def test_beam_size_one_equals_greedy_exactly():
     # The fixture covers both endings: natural </s> before the limit and a forced one.
     assert (lengths < limits).any() and (lengths == limits).any()
     np.testing.assert_array_equal(to_numpy(beam.tokens)[:, 0], to_numpy(greedy.tokens))
-    np.testing.assert_array_equal(to_numpy(beam.scores)[:, 0], to_numpy(greedy.scores))
+    # Bit for bit on a CPU; on a GPU (H200, JAX) the two loops' fused kernels rounded a
+    # score 1e-7 apart (RESULTS.md, "On a GPU").
+    rtol = 1e-6 if accelerator_present() else 0
+    np.testing.assert_allclose(to_numpy(beam.scores)[:, 0], to_numpy(greedy.scores), rtol=rtol)
     np.testing.assert_array_equal(to_numpy(beam.lengths)[:, 0], lengths)
-    np.testing.assert_array_equal(to_numpy(beam.attention)[:, 0], to_numpy(greedy.attention))
+    np.testing.assert_allclose(to_numpy(beam.attention)[:, 0], to_numpy(greedy.attention),
+                               rtol=rtol)
 
 
 def _log_table(rows):

@@ -14,8 +14,8 @@ STABLE_TIES = keras.backend.backend() in ("tensorflow", "jax")
 
 
 def reference(alive, log_probs, k):
-    scores = ops.reshape(ops.convert_to_tensor(alive)[:, :, None] + log_probs,
-                         (alive.shape[0], -1))
+    scores = ops.convert_to_tensor(alive)[:, :, None] + ops.convert_to_tensor(log_probs)
+    scores = ops.reshape(scores, (alive.shape[0], -1))
     values, index = ops.top_k(scores, k=k, sorted=True)
     return ops.convert_to_numpy(values), ops.convert_to_numpy(index)
 
