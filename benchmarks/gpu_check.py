@@ -103,16 +103,10 @@ def device_name():
 
 def fit_pass(model, batches):
     """One `model.fit` pass over `batches`; returns (seconds, mean loss)."""
-    import keras
-
-    def generator():
-        for source, target_in, target_out in batches:
-            yield (source, target_in), target_out
+    from train_worker import fit_batches
 
     start = time.perf_counter()
-    history = model.fit(generator(), steps_per_epoch=len(batches), epochs=1, verbose=0,
-                        shuffle=False)
-    float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
+    history = fit_batches(model, batches)
     return time.perf_counter() - start, float(history.history["loss"][-1])
 
 

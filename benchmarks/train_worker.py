@@ -103,7 +103,7 @@ def tensorflow_batches(batches):
 
 def fit_batches(model, batches):
     """One `model.fit` pass over `batches` of (source, target_in, target_out) arrays,
-    returning once the device has finished.
+    returning its `History` once the device has finished.
 
     Under TensorFlow the batches become a `tf.data.Dataset` of tensors, as training feeds
     them (`make_dataset`): fed from a Python generator, TensorFlow's input thread competes
@@ -119,8 +119,10 @@ def fit_batches(model, batches):
             for s, ti, to in batches:
                 yield (s, ti), to
         data = generator()
-    model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0, shuffle=False)
+    history = model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0,
+                        shuffle=False)
     float(keras.ops.convert_to_numpy(model.optimizer.iterations))  # wait for the device
+    return history
 
 
 def main(argv=None):
