@@ -58,11 +58,10 @@ def prepare(path, count, changes):
     from keras_rnmt.training.train import prepare_data
 
     config = sb_config(**changes)
-    seed = config.seed
     splits, source_tokenizer, target_tokenizer = prepare_data(config, None)
     dataset = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                            batch_size=config.batch_size, bucket_width=config.bucket_width,
-                           shuffle=True, seed=seed, pad_to_bucket=True, repeat=True)
+                           shuffle=True, seed=config.seed, pad_to_bucket=True, repeat=True)
     arrays = {}
     for i, ((source, target_in), target_out) in enumerate(dataset.take(count)
                                                           .as_numpy_iterator()):
@@ -72,10 +71,10 @@ def prepare(path, count, changes):
         arrays[f"target_out_{i}"] = pad_to(target_out, target_length)
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
         ids = [row + [EOS_ID] for row in source_tokenizer.tokenize(f.read().splitlines()).to_list()]
-    test = np.zeros((len(ids), max(map(len, ids))), "int32")
+    test = np.zeros((len(ids), round_up(max(map(len, ids)))), "int32")
     for row, sentence in enumerate(ids):
         test[row, :len(sentence)] = sentence
-    arrays["test_source"] = pad_to(test, round_up(test.shape[1]))
+    arrays["test_source"] = test
     info = dict(config=config.to_dict(), bos_id=BOS_ID, eos_id=EOS_ID, batches=count,
                 source_vocab_size=source_tokenizer.vocabulary_size(),
                 target_vocab_size=target_tokenizer.vocabulary_size())
@@ -110,6 +109,11 @@ def fit_pass(model, batches):
     return time.perf_counter() - start, float(history.history["loss"][-1])
 
 
+def output_limits(source):
+    """Each sentence's output limit, counting </s>: 1.5 |source| + 10, `Translator`'s default."""
+    return np.ceil(1.5 * (source != 0).sum(1) + 10).astype("int32")
+
+
 def beam_pass(search, model, test, batch_size):
     """Beam-search every sentence of `test` (N, S) in batches of `batch_size` (the last one
     padded with copies of its first row); returns (seconds, mean output length)."""
@@ -121,8 +125,7 @@ def beam_pass(search, model, test, batch_size):
         batch = test[first:first + batch_size]
         real = len(batch)
         batch = np.concatenate([batch, np.repeat(batch[:1], batch_size - real, 0)])
-        limit = np.ceil(1.5 * (batch != 0).sum(1) + 10).astype("int32")
-        tokens, _ = search(model, batch, limit)
+        tokens, _ = search(model, batch, output_limits(batch))
         tokens = ops.convert_to_numpy(tokens)[:real, 0]
         lengths.extend((tokens != 0).sum(1))
     return time.perf_counter() - start, float(np.mean(lengths))
@@ -187,8 +190,8 @@ def check(data, info, attention, policy, args):
         result["loss_scale"] = float(keras.ops.convert_to_numpy(model.optimizer.dynamic_scale))
     if args.beam_size:
         test = data["test_source"][:args.sentences or None]
-        limit = int(np.ceil(1.5 * (test != 0).sum(1).max() + 10))
-        search = beam_search_fn(model, info, round_up(limit), args.beam_size)
+        max_steps = round_up(int(output_limits(test).max()))
+        search = beam_search_fn(model, info, max_steps, args.beam_size)
         first, _ = beam_pass(search, model, test, args.batch_size)
         seconds, mean_length = beam_pass(search, model, test, args.batch_size)
         result.update(beam_size=args.beam_size, sentences=len(test),
