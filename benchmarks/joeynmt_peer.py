@@ -7,7 +7,8 @@
     decode_test()["test_decode_seconds"]   # that checkpoint decoding test2016 again, now
 
 The config is `../shared/peer/joeynmt_sb.yaml` as given (460 updates of 64 sentences,
-about one epoch; beam 5, batch 64 at test time); only DATA_DIR and MODEL_DIR are filled in.
+about one epoch; beam 5, batch 64 at test time); only DATA_DIR and MODEL_DIR are filled in,
+and on a GPU (`cuda=True`, `gpu_joeynmt.py`) its `use_cuda` and `fp16` switches.
 JoeyNMT ends training by decoding the validation and test sets with the best checkpoint,
 so one run yields both the training throughput and the decoding throughput after one epoch.
 """
@@ -48,8 +49,9 @@ def ensure_venv():
     return PYTHON
 
 
-def prepare(work=WORK):
-    """Copy the lc.norm.tok files under JoeyNMT's names and write the filled-in config."""
+def prepare(work=WORK, cuda=False, fp16=False):
+    """Copy the lc.norm.tok files under JoeyNMT's names and write the filled-in config
+    (on CUDA with `cuda`; float16 autocast and loss scaling with `fp16`)."""
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     source = data_dir()
@@ -60,6 +62,10 @@ def prepare(work=WORK):
     with open(peer_config_path()) as f:
         text = f.read()
     text = text.replace("DATA_DIR", data).replace("MODEL_DIR", os.path.join(work, "model"))
+    for switch, value in (("use_cuda", cuda), ("fp16", fp16)):
+        if f"{switch}: False" not in text:
+            raise SystemExit(f"{peer_config_path()} has no '{switch}: False' to set")
+        text = text.replace(f"{switch}: False", f"{switch}: {value}")
     config = os.path.join(work, "sb.yaml")
     with open(config, "w") as f:
         f.write(text)
@@ -100,11 +106,13 @@ def mean_output_tokens(work=WORK, split="test"):
     return sum(len(line.split()) for line in lines) / len(lines)
 
 
-def train_one_epoch(work=WORK, reuse=True):
+def train_one_epoch(work=WORK, reuse=True, python=None, cuda=False, fp16=False):
     """Train JoeyNMT on SB (460 updates), then let it decode val and test2016 (beam 5).
 
     Returns the parsed figures (see `parse_log`) plus `wall_seconds` and `log`. With
-    `reuse`, a finished earlier run in `work` is parsed instead of trained again.
+    `reuse`, a finished earlier run in `work` is parsed instead of trained again. `python`:
+    an interpreter that imports joeynmt (default: benchmarks/.joeynmt-venv, made if
+    missing); `cuda`, `fp16`: see `prepare` (otherwise the GPU is hidden from JoeyNMT).
     """
     log_path = os.path.join(work, "train.log")
     if reuse and os.path.exists(log_path):
@@ -114,10 +122,10 @@ def train_one_epoch(work=WORK, reuse=True):
             result = parse_log(text)
             result.update(log=log_path, reused=True)
             return result
-    python = ensure_venv()
+    python = python or ensure_venv()
     shutil.rmtree(work, ignore_errors=True)
-    config = prepare(work)
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    config = prepare(work, cuda, fp16)
+    env = dict(os.environ) if cuda else dict(os.environ, CUDA_VISIBLE_DEVICES="")
     start = time.perf_counter()
     with open(log_path, "w") as log:
         process = subprocess.run([python, "-m", "joeynmt", "train", config], stdout=log,

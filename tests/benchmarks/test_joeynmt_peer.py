@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 
 import joeynmt_peer  # noqa: E402
+from conftest import multi30k_dir  # noqa: E402
 from train_throughput import joeynmt_rate  # noqa: E402
 
 PREFIX = "2026-11-25 01:43:13,428 - INFO - joeynmt."
@@ -54,3 +55,20 @@ def test_an_unfinished_log_has_no_test_decode():
     """`train_one_epoch(reuse=True)` trains again unless the log has the test decode."""
     unfinished = LOG.split("prediction - Decoding on test set")[0]
     assert "test_decode_seconds" not in joeynmt_peer.parse_log(unfinished)
+
+
+@pytest.mark.parametrize("cuda, fp16", [(False, False), (True, False), (True, True)])
+def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypatch, cuda, fp16):
+    """The peer config as given, with only its folders and (on a GPU) device switches set."""
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    with open(joeynmt_peer.peer_config_path()) as f:
+        given = f.read()
+    with open(joeynmt_peer.prepare(str(tmp_path), cuda=cuda, fp16=fp16)) as f:
+        written = f.read()
+    data, model = os.path.join(tmp_path, "data"), os.path.join(tmp_path, "model")
+    expected = (given.replace("DATA_DIR", data).replace("MODEL_DIR", model)
+                .replace("use_cuda: False", f"use_cuda: {cuda}").replace("fp16: False", f"fp16: {fp16}"))
+    assert written == expected
+    assert f"use_cuda: {cuda}" in written and f"fp16: {fp16}" in written
+    with open(os.path.join(data, "train.de"), encoding="utf-8") as f:
+        assert len(f.read().splitlines()) == 29_000
