@@ -34,7 +34,7 @@ def check(work, fp16, python):
     rate, windows = joeynmt_rate(run)
     seconds = run["test_decode_seconds"]
     return dict(peer="joeynmt 2.3.0", device=device_name(), fp16=fp16,
-                parameters=run.get("parameters"), updates=run["train_windows"][-1][0],
+                parameters=run.get("parameters"), last_logged_update=run["train_windows"][-1][0],
                 target_tokens_per_second=round(rate, 1), windows=windows,
                 train_windows=run["train_windows"], wall_seconds=run["wall_seconds"],
                 beam_size=5, sentences=TEST_SENTENCES, test_decode_seconds=seconds,

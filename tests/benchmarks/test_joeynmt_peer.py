@@ -72,3 +72,35 @@ def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypa
     assert f"use_cuda: {cuda}" in written and f"fp16: {fp16}" in written
     with open(os.path.join(data, "train.de"), encoding="utf-8") as f:
         assert len(f.read().splitlines()) == 29_000
+
+
+def test_gpu_joeynmt_reports_the_peers_gpu_figures(monkeypatch, tmp_path):
+    """`gpu_joeynmt.check` turns a JoeyNMT run's log figures into the side-by-side line."""
+    import gpu_joeynmt
+
+    calls = []
+
+    def fake_run(work, reuse, python, cuda, fp16):
+        calls.append((work, reuse, python, cuda, fp16))
+        return {**joeynmt_peer.parse_log(LOG), "wall_seconds": 60.8}
+
+    monkeypatch.setattr(joeynmt_peer, "train_one_epoch", fake_run)
+    monkeypatch.setattr(joeynmt_peer, "mean_output_tokens", lambda work: 11.24)
+    monkeypatch.setattr(gpu_joeynmt, "device_name", lambda: "a GPU")
+    result = gpu_joeynmt.check(str(tmp_path), True, "python3")
+    assert calls == [(str(tmp_path), False, "python3", True, True)]
+    assert result["target_tokens_per_second"] == pytest.approx((851 + 868) / 2)
+    assert result["windows"] == 2 and result["last_logged_update"] == 150
+    assert result["beam_sentences_per_second"] == round(1000 / 20.5691, 1)
+    assert (result["fp16"], result["device"], result["beam_mean_output_words"]) == (True, "a GPU", 11.2)
+    assert result["test_bleu"] == 5.66 and result["parameters"] == 12_542_208
+
+
+def test_gpu_joeynmt_refuses_a_machine_without_a_gpu(monkeypatch):
+    """JoeyNMT would fall back to the CPU silently; the GPU benchmark says so and stops."""
+    import gpu_joeynmt
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match="no GPU visible to PyTorch"):
+        gpu_joeynmt.main([])
