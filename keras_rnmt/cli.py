@@ -83,13 +83,19 @@ def _read_input(path):
             line = data[:error.start].count(b"\n") + 1
             raise ValueError(f"<stdin>:{line}: invalid UTF-8") from None
         lines = text.split("\n")
-        return lines[:-1] if lines and lines[-1] == "" else lines
+        lines = lines[:-1] if lines and lines[-1] == "" else lines
+        # As `read_lines`: a line ends at "\n" or "\r\n", and nothing else splits it.
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
     return read_lines(path)
 
 
-def cmd_translate(args, _):
-    import keras
+def _report_progress(done, total):
+    """`translated D/N lines` on stderr, rewritten in place: stdout may be the translations."""
+    end = "\n" if done >= total else ""
+    print(f"\rtranslated {done}/{total} lines", end=end, file=sys.stderr, flush=True)
 
+
+def cmd_translate(args, _):
     from keras_rnmt.translator import Translator
     from keras_rnmt.unk import load_dictionary
 
@@ -100,12 +106,11 @@ def cmd_translate(args, _):
         **_search_options(args),
     )
     lines = _read_input(args.input)
-    progress = keras.utils.Progbar(len(lines), stateful_metrics=None, verbose=1)
     results = []
     for start in range(0, len(lines), args.batch_size * 4):
         chunk = lines[start:start + args.batch_size * 4]
         results.extend(translator.translate(chunk, n_best=args.n_best))
-        progress.add(len(chunk))
+        _report_progress(len(results), len(lines))
     out = open(args.output, "w", encoding="utf-8") if args.output not in (None, "-") else sys.stdout
     try:
         for result in results:

@@ -8,6 +8,7 @@ import pytest
 from run_helpers import SOURCES, TARGETS, save_run, tiny_parts
 
 from keras_rnmt.cli import main, parse_overrides
+from keras_rnmt.translator import Translator
 
 
 def test_parse_overrides():
@@ -73,7 +74,26 @@ def test_translate_writes_one_line_per_input_line(run_dir, tmp_path):
     written = output.read_text(encoding="utf-8").split("\n")
     assert written[-1] == "" and len(written) - 1 == len(lines)
     assert written[1] == "" and written[4] == ""
-    assert len(alignments.read_text().split("\n")) - 1 == len(lines)
+    expected = Translator.from_run(run_dir, beam_size=2).translate(lines)
+    assert written[:-1] == [result.text for result in expected]
+    aligned = alignments.read_text().split("\n")
+    assert len(aligned) - 1 == len(lines) and aligned[1] == "" and aligned[4] == ""
+    # "i-j": target word j's most attended source word i (the source's </s> left out).
+    first = expected[0]
+    assert aligned[0] == " ".join(f"{int(first.attention[j, :-1].argmax())}-{j}"
+                                  for j in range(len(first.tokens)))
+
+
+def test_translate_stdin_to_stdout_gives_only_the_translations(run_dir):
+    # Progress goes to stderr; "\r\n" ends a line as "\n" does (as for -i FILE).
+    lines = ["a dog runs .", "", "the cat sleeps"]
+    env = {**os.environ, "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
+    result = subprocess.run([sys.executable, "-m", "keras_rnmt.cli", "translate", str(run_dir),
+                             "--beam-size", "2"], input="\r\n".join(lines).encode() + b"\r\n",
+                            check=True, env=env, capture_output=True)
+    expected = Translator.from_run(run_dir, beam_size=2).translate(lines)
+    assert result.stdout.decode("utf-8") == "".join(r.text + "\n" for r in expected)
+    assert b"translated 3/3 lines" in result.stderr
 
 
 def test_translate_reports_invalid_utf8_with_file_and_line(run_dir, tmp_path):

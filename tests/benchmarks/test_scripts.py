@@ -64,7 +64,11 @@ def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_
     assert sorted(ours) == ["jax", "tensorflow", "torch"]
     for backend, row in ours.items():
         assert row["backend"] == backend and row["steps"] == 2
-        assert row["target_tokens_per_second"] > 0 and 0 < row["fraction_of_peak"] < 1
+        # Speed is the script's to print, not the test's to judge: the fraction of the peak is
+        # only checked to be the printed GFLOP/s over the printed peak (3 significant digits).
+        assert row["target_tokens_per_second"] > 0
+        assert row["fraction_of_peak"] == pytest.approx(
+            row["gflop_per_second"] / result["matmul_peak_gflop_per_second"], rel=0.02)
         assert 0 <= row["padding_fraction"] < 0.5
     # One config, one seed, one pipeline: the same weights and the same timed batches.
     for key in ("parameters", "target_tokens", "mflop_per_target_token", "shapes"):
@@ -122,15 +126,22 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     # Every output needs its rows; the search computes at least those (and shed padding).
     assert 40 <= bound["rows_needed"] <= bound["rows_computed"]
     assert bound["rows_needed"] == 40 + 5 * (bound["output_ids"] - 40)
-    assert 0 < bound["projection_ms"] < bound["step_ms"]
-    assert bound["bound_sentences_per_second"] > 0 and bound["of_bound"] > 0
+    # Timings are printed, not judged (the tiny projection can round to 0.00 ms); what
+    # follows from them is checked: the bound is the needed rows at the step's time per row.
+    assert bound["step_ms"] > 0 and bound["projection_ms"] >= 0
+    row_seconds = bound["step_ms"] / 1000 / (64 * 5)
+    assert bound["bound_sentences_per_second"] == pytest.approx(
+        40 / (bound["rows_needed"] * row_seconds), rel=0.02)
+    assert bound["of_bound"] == pytest.approx(
+        bound["sentences_per_second"] / bound["bound_sentences_per_second"], abs=0.02)
 
 
-def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt():
+def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
     import decode_throughput
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stop:
         decode_throughput.main(["--sentences", "40"])
+    assert "--no-joeynmt" in str(stop.value) + capsys.readouterr().err
 
 
 @pytest.mark.multi30k
