@@ -1,7 +1,7 @@
 """Model configuration: one dataclass, every field commented with its default and choices.
 
 A config is plain data: recipes write it as code, the run directory stores it as JSON, and
-`keras-rnmt train --set key=value` overrides it. An unknown key or a bad choice is an error
+`keras-rnmt train RECIPE --key value` overrides it. An unknown key or a bad choice is an error
 that lists the valid ones.
 """
 
@@ -41,7 +41,7 @@ class ModelConfig:
     attention: str = "bahdanau"  # one of ATTENTIONS; "none" = Collins' encoder-decoder
     attention_units: int = 0  # hidden size of additive/concat scores; 0 = decoder_units
     window: int = 5  # recurrent: k (window 2k+1); local: D (window 2D+1; Luong: 10)
-    memory_units: int = 0  # recurrent attention dynamic memory size; 0 = attention_units // 2
+    memory_units: int = 0  # dynamic memory size; 0 = (attention_units or decoder_units) // 2
     coverage: str = "neural"  # coverage attention: "neural" | "linguistic"
     attention_order: str = "luong"  # "luong": attend with s_j; "bahdanau": attend with s_{j-1}
     input_feeding: str = "attentional"  # "attentional" (h~_{j-1}) | "context" (c_{j-1}, Yang Eq. 4) | "none"

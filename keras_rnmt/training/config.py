@@ -40,11 +40,11 @@ class TrainConfig:
     epochs: int = 10  # training epochs (upper bound with early stopping)
     steps_per_epoch: int = 0  # 0 = one pass over the training data
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)
-    learning_rate: float = 0.0  # 0 = the optimizer's default (adam 1e-3, paper-sgd 0.7)
+    learning_rate: float = 0.0  # 0 = the optimizer's default (adam 1e-3, sgd 0.1, paper-sgd 0.7)
     warmup_steps: int = 0  # > 0: linear warm-up to learning_rate, then 1/sqrt(step) decay
     lr_decay: float = 0.0  # in (0, 1): multiply the rate by it on a validation plateau
     lr_patience: int = 1  # lr_decay: epochs without validation improvement before each decay
-    clipnorm: float = 1.0  # global-norm gradient clipping (paper-sgd: 3)
+    clipnorm: float = 1.0  # global-norm gradient clipping; 0 = the optimizer's (none; paper-sgd 3)
     uniform_init: float = 0.0  # > 0: re-initialise all weights in ±uniform_init (paper: 0.1)
     init_from: str = ""  # a run directory: start from its best.keras weights (fine-tuning)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
@@ -106,7 +106,10 @@ class TrainConfig:
     def override(self, overrides):
         """A copy with `overrides` applied: keys of this config or of its model config.
 
-        String values (from the command line) are converted to the field's type.
+        String values (from the command line) are converted to the field's type. A new
+        `optimizer` resets `learning_rate` and `clipnorm` to that optimizer's defaults (0)
+        unless `overrides` set them too: a recipe's rate belongs to its own optimizer
+        (`--optimizer paper-sgd` on an Adam recipe would otherwise run SGD at Adam's 1e-3).
         """
         train_fields = {f.name: f for f in dataclasses.fields(self) if f.name != "model"}
         model_fields = {f.name: f for f in dataclasses.fields(self.model)}
@@ -114,12 +117,15 @@ class TrainConfig:
         for key, value in overrides.items():
             key = key.replace("-", "_")
             if key in train_fields:
-                train_values[key] = _convert(getattr(self, key), value)
+                train_values[key] = _convert(key, getattr(self, key), value)
             elif key in model_fields:
-                model_values[key] = _convert(getattr(self.model, key), value)
+                model_values[key] = _convert(key, getattr(self.model, key), value)
             else:
                 valid = sorted(set(train_fields) | set(model_fields))
                 raise ValueError(f"Unknown config key {key!r}. Valid keys: {', '.join(valid)}")
+        if train_values.get("optimizer", self.optimizer) != self.optimizer:
+            for key in ("learning_rate", "clipnorm"):
+                train_values.setdefault(key, 0.0)
         values = {**self.to_dict(), **train_values}
         values["model"] = self.model.replace(**model_values)
         return TrainConfig.from_dict(values)
@@ -130,7 +136,8 @@ def jit_compile_arg(value):
     return JIT_COMPILE[value]
 
 
-def _convert(current, value):
+def _convert(key, current, value):
+    """`value` (a command-line string) as the type of the field `key`'s `current` value."""
     if not isinstance(value, str):
         return value
     if isinstance(current, bool):
@@ -138,9 +145,11 @@ def _convert(current, value):
             return True
         if value.lower() in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"Expected a boolean (true/false). Received: {value!r}")
-    if isinstance(current, int):
-        return int(value)
-    if isinstance(current, float):
-        return float(value)
+        raise ValueError(f"{key} expects a boolean (true/false). Received: {value!r}")
+    for kind, name in ((int, "an integer"), (float, "a number")):
+        if isinstance(current, kind):
+            try:
+                return kind(value)
+            except ValueError:
+                raise ValueError(f"{key} expects {name}. Received: {value!r}") from None
     return value

@@ -37,6 +37,32 @@ def test_train_config_override_converts_types_and_rejects_unknown_keys():
     assert config.lowercase is True and config.model.dropout == 0.3
     with pytest.raises(ValueError, match="Unknown config key 'windw'. Valid keys: .*window"):
         TrainConfig().override({"windw": "5"})
+    with pytest.raises(ValueError, match="^epochs expects an integer. Received: 'ten'$"):
+        TrainConfig().override({"epochs": "ten"})
+    with pytest.raises(ValueError, match="^dropout expects a number. Received: '0,3'$"):
+        TrainConfig().override({"dropout": "0,3"})
+    with pytest.raises(ValueError, match="^lowercase expects a boolean"):
+        TrainConfig().override({"lowercase": "maybe"})
+
+
+def test_a_new_optimizer_from_the_command_line_gets_its_own_rate_and_clipping():
+    from keras_rnmt.training.optimizers import HalvingSchedule, get_optimizer
+
+    sb = load_recipe(os.path.join(ROOT, "recipes", "multi30k.py")).config()
+    assert (sb.optimizer, sb.learning_rate, sb.clipnorm) == ("adam", 1e-3, 1.0)
+    # The recipe's docstring command: Yang et al.'s SGD, not SGD at Adam's 1e-3.
+    paper = sb.override(parse_overrides(["--optimizer", "paper-sgd", "--epochs", "12"]))
+    assert (paper.learning_rate, paper.clipnorm) == (0.0, 0.0)
+    optimizer = get_optimizer(paper.optimizer, paper.learning_rate or None,
+                              paper.clipnorm or None, steps_per_epoch=10)
+    schedule = optimizer._learning_rate
+    assert isinstance(schedule, HalvingSchedule)
+    assert schedule.get_config()["initial_learning_rate"] == 0.7
+    assert optimizer.global_clipnorm == 3.0
+    # Values given with it, or the same optimizer named again, are kept.
+    given = sb.override({"optimizer": "sgd", "learning-rate": "0.5"})
+    assert (given.learning_rate, given.clipnorm) == (0.5, 0.0)
+    assert sb.override({"optimizer": "adam"}).learning_rate == 1e-3
 
 
 def test_keras_file_round_trip_gives_identical_logits(tmp_path):
@@ -89,3 +115,18 @@ def test_multi30k_transformer_recipe_is_sb_data_with_the_transformer_schedule():
     for key in ("dataset", "variant", "min_frequency", "batch_size", "bucket_width"):
         assert getattr(config, key) == getattr(sb, key), key
     assert (config.model.embedding_dim, config.model.dropout) == (256, 0.2)
+
+
+def test_the_plateau_recipe_is_the_config_of_the_recorded_best_runs():
+    import json
+
+    config = load_recipe(os.path.join(ROOT, "recipes", "multi30k_plateau.py")).config()
+    for seed in range(6):
+        path = os.path.join(ROOT, "benchmarks", "runs", f"recurrent-k5-plateau-ls-seed{seed}",
+                            "config.json")
+        with open(path) as f:
+            recorded = json.load(f)
+        run = config.override({"seed": seed, "data_dir": recorded["data_dir"]}).to_dict()
+        differing = {key for key in run if run[key] != recorded[key]}
+        # Seed 0 ran first, keeping no checkpoints (which changes no weight).
+        assert differing == ({"keep_checkpoints"} if seed == 0 else set()), seed
