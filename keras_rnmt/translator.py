@@ -104,6 +104,8 @@ class Translator:
         self.batch_size = batch_size
         self.replace_unk = replace_unk
         self.unk_dictionary = unk_dictionary or {}
+        if replace_unk:
+            self._check_word_level("replace_unk=True")
         check_stop_rule(stop_rule)
         self.stop_rule = stop_rule
         if jit_compile and keras.backend.backend() == "torch":
@@ -178,6 +180,7 @@ class Translator:
             str: its text with unknown words replaced; `translation.text` unchanged when it
             has no attention (a model without attention, or an empty input).
         """
+        self._check_word_level("unk_replaced")
         if translation.attention is None:
             return translation.text
         return " ".join(self._replace_unknowns(translation.tokens, translation.source_tokens,
@@ -275,6 +278,19 @@ class Translator:
         else:
             text = None  # detokenized for the whole batch at once by `_detokenize_all`
         return Translation(text, float(score), tokens, source_tokens, weights, ids=ids)
+
+    def _check_word_level(self, what):
+        """UNK replacement copies whole source words into a text joined by spaces: only a
+        pair of word tokenizers has that text (subword pieces would stay unjoined)."""
+        from keras_rnmt.data.word_tokenizer import WordTokenizer
+
+        for side, tokenizer in (("source", self.source_tokenizer),
+                                ("target", self.target_tokenizer)):
+            if not isinstance(tokenizer, WordTokenizer):
+                raise ValueError(
+                    f"{what} needs word tokenizers; the {side} tokenizer is "
+                    f"{type(tokenizer).__name__}, whose subword vocabulary leaves no unknown "
+                    "words to replace. Translate without UNK replacement.")
 
     def _replace_unknowns(self, tokens, source_tokens, weights):
         unk = self.target_tokenizer.id_to_token(self.target_tokenizer.unk_id)

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 from keras import ops
-from run_helpers import SOURCES, tiny_parts
+from run_helpers import SOURCES, TARGETS, tiny_parts
 
 from keras_rnmt.search import beam_search, greedy_search
-from keras_rnmt.translator import Translator
+from keras_rnmt.translator import Translation, Translator
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,6 @@ def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
 
 def test_unk_replaced_reads_the_attention_of_a_translation(translator_parts):
     """Hand-made case: <unk> attends most to "zebra" (0.7 > 0.2, 0.1); "</s>" never wins."""
-    from keras_rnmt.translator import Translation
 
     model, source_tokenizer, target_tokenizer = translator_parts
     attention = np.array([[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]], "float32")
@@ -186,3 +185,19 @@ def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(transla
     with pytest.raises(ValueError, match="mixed_bfloat16"):
         Translator.from_run(run_dir, dtype_policy="bfloat17")
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_unk_replacement_with_subword_tokenizers_is_an_error_naming_the_tokenizer():
+    # Replacement joins whole source words with spaces: WordPiece pieces would stay unjoined.
+    from keras_rnmt.data import WordPieceTokenizer
+
+    model, source_tokenizer, _ = tiny_parts()
+    pieces = WordPieceTokenizer()
+    pieces.build_vocabulary(TARGETS * 5, vocabulary_size=40)
+    with pytest.raises(ValueError, match="replace_unk=True needs word tokenizers; the target "
+                                         "tokenizer is WordPieceTokenizer"):
+        Translator(model, source_tokenizer, pieces, replace_unk=True)
+    plain = Translator(model, source_tokenizer, pieces)
+    translation = Translation("a", -1.0, ["a"], ["ein", "</s>"], np.ones((2, 2), "float32"))
+    with pytest.raises(ValueError, match="unk_replaced needs word tokenizers"):
+        plain.unk_replaced(translation)
