@@ -106,7 +106,6 @@ def test_unk_replacement_without_attention_warns_once_and_keeps_the_outputs():
 
 def test_unk_replaced_reads_the_attention_of_a_translation(translator_parts):
     """Hand-made case: <unk> attends most to "zebra" (0.7 > 0.2, 0.1); "</s>" never wins."""
-
     model, source_tokenizer, target_tokenizer = translator_parts
     attention = np.array([[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]], "float32")
     translation = Translation("a <unk>", -1.0, ["a", "<unk>"], ["ein", "zebra", "</s>"],
