@@ -172,14 +172,20 @@ def cmd_average(args, _):
 
 
 def cmd_export(args, _):
-    from keras_rnmt.export import main as export_main
+    import keras
 
-    export_main([args.run_dir, args.path, "--model-file", args.model_file]
-                + (["--beam-size", str(args.beam_size)] if args.beam_size else [])
-                + (["--length-penalty", str(args.length_penalty)]
-                   if args.length_penalty is not None else [])
-                + ["--stop-rule", args.stop_rule]
-                + (["--dtype-policy", args.dtype_policy] if args.dtype_policy else []))
+    from keras_rnmt.export import export_run
+
+    # Unset options keep the run's own (its config's beam size and length penalty).
+    options = {"stop_rule": args.stop_rule}
+    if args.beam_size is not None:
+        options["beam_size"] = args.beam_size
+    if args.length_penalty is not None:
+        options["length_penalty"] = args.length_penalty
+    export_run(args.run_dir, args.path, model_file=args.model_file,
+               dtype_policy=args.dtype_policy or None, **options)
+    if keras.backend.backend() == "tensorflow":  # else the export process said it
+        print(f"SavedModel written to {args.path}")
 
 
 def cmd_plot(args, _):

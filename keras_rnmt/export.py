@@ -234,8 +234,7 @@ def export_run(run_dir, path, model_file="best.keras", dtype_policy=None, **kwar
             command += ["--dtype-policy", dtype_policy]
         for name, value in kwargs.items():
             command += ["--" + name.replace("_", "-"), str(value)]
-        env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-        subprocess.run(command, env=env, check=True)
+        _run_export_process(command, {**os.environ, "KERAS_BACKEND": "tensorflow"})
         return path
 
     import keras_rnmt.models  # noqa: F401  (registers the model classes for load_model)
@@ -261,6 +260,32 @@ _OPTIONS = {"beam_size": int, "length_penalty": float, "coverage_penalty": float
             "stop_rule": str}
 
 
+# How `main` reports bad input (a ValueError or OSError): one line on stderr, exit status 2.
+_ERROR_PREFIX = "python -m keras_rnmt.export: error: "
+
+
+def _run_export_process(command, env):
+    """Run the TensorFlow export process, passing its stderr through as it comes.
+
+    Bad input (the process's one `_ERROR_PREFIX` line) is raised here as the `ValueError`
+    it was, so `keras-rnmt export` reports it as one line under any backend; any other
+    failure is a `RuntimeError` pointing at the process's log above it.
+    """
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    message = None
+    for line in process.stderr:
+        if line.startswith(_ERROR_PREFIX):
+            message = line[len(_ERROR_PREFIX):].rstrip("\n")
+        else:
+            sys.stderr.write(line)
+    if process.wait() == 0:
+        return
+    if message is not None:
+        raise ValueError(message)
+    raise RuntimeError(f"The TensorFlow export process failed (exit status {process.returncode}; "
+                       f"its log is above): {' '.join(command)}")
+
+
 def main(argv=None):
     """`python -m keras_rnmt.export RUN_DIR PATH [--beam-size 5] ...`."""
     parser = argparse.ArgumentParser(
@@ -276,8 +301,11 @@ def main(argv=None):
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=None)
     args = parser.parse_args(argv)
     options = {name: getattr(args, name) for name in _OPTIONS if getattr(args, name) is not None}
-    export_run(args.run_dir, args.path, model_file=args.model_file,
-               dtype_policy=args.dtype_policy, **options)
+    try:
+        export_run(args.run_dir, args.path, model_file=args.model_file,
+                   dtype_policy=args.dtype_policy, **options)
+    except (ValueError, OSError) as error:
+        parser.exit(2, f"{_ERROR_PREFIX}{error}\n")
     if keras.backend.backend() == "tensorflow":  # else the subprocess said it
         print(f"SavedModel written to {args.path}")
 

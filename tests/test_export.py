@@ -119,3 +119,13 @@ def test_arguments_are_checked(trained, tmp_path):
         export_run(str(tmp_path), str(tmp_path / "out"), beam=3)
     with pytest.raises(FileNotFoundError, match="No model at"):
         export_run(str(tmp_path), str(tmp_path / "out"))
+
+
+def test_keras_rnmt_export_reports_bad_input_in_one_line(run_dir, tmp_path, capsys):
+    from keras_rnmt.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["export", run_dir, str(tmp_path / "saved"), "--beam-size", "0"])
+    assert stop.value.code == 1
+    assert capsys.readouterr().err == ("keras-rnmt export: error: beam_size must be a positive "
+                                       "int; received beam_size=0\n")

@@ -53,3 +53,17 @@ def test_export_run_under_this_backend_serves_this_backends_translations(trained
 def test_export_saved_model_in_process_names_the_backend_and_the_way_out(tmp_path):
     with pytest.raises(RuntimeError, match=r"needs KERAS_BACKEND=tensorflow.*export_run"):
         export_saved_model(None, None, None, str(tmp_path / "saved"))
+
+
+def test_bad_input_in_the_export_process_is_one_line_in_this_one(trained_run, tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"^beam_size must be a positive int; received "
+                                         r"beam_size=0$"):
+        export_run(str(trained_run), str(tmp_path / "saved"), beam_size=0)
+    from keras_rnmt.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["export", str(trained_run), str(tmp_path / "saved"), "--beam-size", "0"])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert "keras-rnmt export: error: beam_size must be a positive int" in err
+    assert "Traceback" not in err
