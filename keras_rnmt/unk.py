@@ -32,16 +32,20 @@ def replace_unknown(tokens, source_tokens, attention, unk_token="<unk>", diction
 
 
 def load_dictionary(path):
-    """Read a `source<TAB>target` (or whitespace-separated) dictionary file."""
+    """Read a `source<TAB>target` (or whitespace-separated) dictionary file.
+
+    Blank lines are skipped; a line without exactly 2 fields, or invalid UTF-8, is an error
+    naming `path:line`.
+    """
+    from keras_rnmt.data import read_lines
+
     dictionary = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t") if "\t" in line else line.split()
-            if len(fields) != 2:
-                raise ValueError(f"{path}:{number}: expected 2 fields (source, target), "
-                                 f"found {len(fields)}")
-            dictionary[fields[0]] = fields[1]
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t") if "\t" in line else line.split()
+        if len(fields) != 2:
+            raise ValueError(f"{path}:{number}: expected 2 fields (source, target), "
+                             f"found {len(fields)}")
+        dictionary[fields[0]] = fields[1]
     return dictionary

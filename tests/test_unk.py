@@ -30,3 +30,12 @@ def test_bad_dictionary_line_names_file_and_line(tmp_path):
     path.write_text("a\tb\nonly-one-field\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"dict.tsv:2: expected 2 fields \(source, target\), found 1"):
         load_dictionary(str(path))
+
+
+def test_dictionary_with_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "dict.tsv"
+    path.write_bytes(b"a\tb\r\n\nzebra\tZebra\nbad\t\xff\n")
+    with pytest.raises(ValueError, match=r"dict.tsv:4: invalid UTF-8"):
+        load_dictionary(str(path))
+    path.write_bytes(b"a\tb\r\n\nzebra\tZebra\n")
+    assert load_dictionary(str(path)) == {"a": "b", "zebra": "Zebra"}  # "\r\n" ends a line

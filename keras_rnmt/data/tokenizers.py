@@ -82,6 +82,9 @@ def load_tokenizer(path):
             payload = json.load(file)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not a keras-rnmt tokenizer file: {error}") from error
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path} is not a keras-rnmt tokenizer file: invalid UTF-8 at "
+                             f"byte {error.start + 1}") from None
     if not isinstance(payload, dict) or payload.get("format") != SAVE_FORMAT:
         raise ValueError(f"{path} is not a keras-rnmt tokenizer file (no format {SAVE_FORMAT!r})")
     if payload.get("version") != SAVE_VERSION:

@@ -192,3 +192,10 @@ def test_load_tokenizer_errors(tmp_path):
         f"{path} holds class_name='Bpe'; expected one of "
         "['WordTokenizer', 'WordPieceTokenizer', 'SentencePieceTokenizer']"
     )
+    path.write_bytes(b'{"format": "keras_rnmt.tokenizer", "x": "\xff"}')
+    with pytest.raises(ValueError) as info:
+        load_tokenizer(path)
+    assert str(info.value) == f"{path} is not a keras-rnmt tokenizer file: invalid UTF-8 at byte 42"
+    path.write_text(json.dumps({"format": "keras_rnmt.tokenizer", "version": 99}))
+    with pytest.raises(ValueError, match=r"has tokenizer file version 99; this keras-rnmt reads"):
+        load_tokenizer(path)
