@@ -46,7 +46,7 @@ class ModelConfig:
     attention_order: str = "luong"  # "luong": attend with s_j; "bahdanau": attend with s_{j-1}
     input_feeding: str = "attentional"  # "attentional" (h~_{j-1}) | "context" (c_{j-1}, Yang Eq. 4) | "none"
     bridge: bool = True  # learned bridge from the encoder's final state to the decoder's initial state
-    dropout: float = 0.2  # embeddings, between RNN layers, before the output layer
+    dropout: float = 0.2  # embeddings, between encoder layers, on h~_j (not inside the decoder loop)
     teacher_forcing_ratio: float = 1.0  # < 1 enables scheduled sampling
     num_heads: int = 4  # self-attention encoder / Transformer heads
     intermediate_dim: int = 1024  # self-attention encoder / Transformer feed-forward size

@@ -17,7 +17,8 @@ class AttentionDecoderCell(keras.layers.Layer):
     Luong order (`attention_order="luong"`; Yang et al. Eq. 4-9, Luong et al. 2015):
         s_j = RNN(s_{j-1}, [E y_{j-1}; f_{j-1}])          (Eq. 4)
         c_j, α_j = attention(s_j, h)                     (Eq. 5-7, or 11-13 for recurrent)
-        h~_j = tanh(W_c [c_j; s_j])                       (Eq. 8)
+        h~_j = tanh(W_c [c_j; s_j])                       (Luong Eq. 5; Yang's Eq. 8 adds a
+                                                           bias b_1, left out here)
     Bahdanau order (`attention_order="bahdanau"`, Bahdanau et al. 2015):
         c_j, α_j = attention(s_{j-1}, h)
         s_j = RNN(s_{j-1}, [E y_{j-1}; c_j; f_{j-1}])
