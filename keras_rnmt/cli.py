@@ -152,6 +152,8 @@ def cmd_evaluate(args, _):
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      replace_unk=args.replace_unk, **_search_options(args))
     sources, references = read_parallel(args.source, args.reference)
+    if not sources:
+        raise ValueError(f"{args.source} and {args.reference} hold no lines: nothing to evaluate")
     hypotheses = translator(sources)
     scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
                            lowercase=args.lowercase)

@@ -92,6 +92,8 @@ def corpus_perplexity(model, sources, references, source_tokenizer, target_token
     """
     from keras_rnmt.data import make_dataset
 
+    if not len(sources):
+        raise ValueError("no sentence pairs to compute perplexity on")
     dataset = make_dataset(sources, references, source_tokenizer, target_tokenizer,
                            batch_size=batch_size, shuffle=False, pad_to_bucket=True)
     total, count = 0.0, 0

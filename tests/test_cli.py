@@ -184,6 +184,14 @@ def test_evaluate_reports_perplexity_next_to_bleu(trained_run, tmp_path, capsys)
     expected = corpus_perplexity(translator.model, SOURCES, TARGETS,
                                  translator.source_tokenizer, translator.target_tokenizer)
     assert float(lines[2].split()[1]) == pytest.approx(expected, abs=1e-3)
+    (tmp_path / "empty.src").write_text("", encoding="utf-8")
+    (tmp_path / "empty.ref").write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(trained_run), "--source", str(tmp_path / "empty.src"),
+              "--reference", str(tmp_path / "empty.ref")])
+    assert capsys.readouterr().err == (
+        f"keras-rnmt evaluate: error: {tmp_path / 'empty.src'} and {tmp_path / 'empty.ref'} "
+        "hold no lines: nothing to evaluate\n")
 
 
 def test_translate_in_bfloat16_and_a_bad_policy(run_dir, tmp_path, capsys):

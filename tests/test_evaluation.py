@@ -33,6 +33,13 @@ def test_mismatched_counts_are_an_error():
 
 def test_perplexity():
     assert perplexity(0.0) == 1.0
+    assert perplexity(math.log(7.0)) == pytest.approx(7.0)
+
+
+def test_corpus_perplexity_of_no_pairs_is_an_error():
+    model, source_tokenizer, target_tokenizer = tiny_parts()
+    with pytest.raises(ValueError, match="^no sentence pairs to compute perplexity on$"):
+        corpus_perplexity(model, [], [], source_tokenizer, target_tokenizer)
 
 
 def test_corpus_perplexity_is_exp_of_mean_token_nll_from_the_logits():
