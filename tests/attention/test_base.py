@@ -107,12 +107,31 @@ def test_keys_and_state_are_batch_major_for_beam_search(subtests):
 
 
 def test_docstring_examples_run(subtests):
+    checked = []
     for name in attention_module.__all__:
         obj = getattr(attention_module, name)
         doc = inspect.getdoc(obj) if callable(obj) else None
         for example in re.findall(r"```python\n(.*?)```", doc or "", flags=re.S):
             with subtests.test(name=name):
-                exec(compile(example, f"<{name} example>", "exec"), {})
+                namespace = {}
+                exec(compile(example, f"<{name} example>", "exec"), namespace)
+                if "weights" not in namespace:
+                    continue
+                # Layer examples end with one attention call: check its contract.
+                weights = to_numpy(namespace["weights"])
+                mask = np.asarray(namespace["mask"])
+                batch, source_len = mask.shape
+                assert weights.shape == (batch, source_len), name
+                assert to_numpy(namespace["context"]).shape == (
+                    batch, np.asarray(namespace["memory"]).shape[-1]), name
+                assert np.all(weights[~mask] == 0), name  # nothing on padding
+                total = weights.sum(-1)
+                # A distribution over the real words (local-p's Gaussian scales it down).
+                assert np.all(total <= 1 + 1e-5) and np.all(total > 0), name
+                if name != "LocalAttention":
+                    np.testing.assert_allclose(total, 1.0, atol=1e-5)
+                checked.append(name)
+    assert len(checked) >= 6, checked  # every layer's example, BaseAttention's included
 
 
 @pytest.mark.tensorflow_only
