@@ -177,18 +177,39 @@ def test_argument_errors_list_valid_values():
     assert LocalAttention(mode="local-p").get_config()["mode"] == "predictive"
 
 
+def golden_local_p_concat():
+    # The concat score inside the window: e_i = v_a^T tanh(W_q s + W_m h_i), where `units`
+    # sizes both this score and the position network W_p.
+    layer = build(LocalAttention(mode="predictive", window=1, score="concat", units=2))
+    set_sublayer_weights(layer, memory_projection=[W_A], query_projection=[U_A],
+                         energy=[V_A], position_hidden=[U_A], position_logit=[V_A])
+    lengths = MASK.sum(axis=1)
+    position = lengths * sigmoid((np.tanh(QUERY @ U_A) @ V_A)[:, 0])
+    energies = (np.tanh(MEMORY @ W_A + (QUERY @ U_A)[:, None, :]) @ V_A)[..., 0]
+    context, weights, _ = layer(QUERY, MEMORY, layer.prepare(MEMORY, MASK), mask=MASK)
+    expected = np_local(energies, MASK, position, window=1)
+    np.testing.assert_allclose(to_numpy(weights), expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(to_numpy(context), np_context(expected, MEMORY), rtol=1e-5,
+                               atol=1e-7)
+
+
 def test_layer_checks(subtests, tmp_path):
     # Weights sum to at most 1 (no renormalisation after the Gaussian): normalised=False.
     # local-m takes the step as a traced tensor; local-p learns W_p, v_p through the Gaussian.
     for name, extra in (("local-m", "traced_loop"), ("local-p", "training_step")):
         make = lambda name=name: make_variant(name)  # noqa: E731
         run_checks(subtests, CHECKS + (extra,), make, tmp_path, normalised=False, variant=name)
+    # local-p with the concat score (its own sublayers, sized by `units`).
+    make = lambda: LocalAttention(mode="predictive", score="concat", units=8, window=2)  # noqa: E731
+    run_checks(subtests, CHECKS + ("training_step",), make, tmp_path, normalised=False,
+               variant="local-p-concat")
 
 
 def test_golden_values(subtests):
     for case in (
         golden_local_m_three_steps_with_clamping,
         golden_local_p,
+        golden_local_p_concat,
     ):
         with subtests.test(case.__name__):
             case()
