@@ -295,6 +295,43 @@ def test_argument_errors_name_the_arguments():
     with pytest.raises(ValueError, match=r"coverage_penalty=0.2 needs the attention history"):
         beam_search(attending, state, beam_size=2, coverage_penalty=0.2, keep_attention=False,
                     **common)
+    with pytest.raises(ValueError, match=r"^beam_size must be a positive int; received "
+                                         r"beam_size=0$"):
+        beam_search(step, state, beam_size=0, **common)
+    with pytest.raises(ValueError, match=r"^max_length must be >= 1; received max_length=0$"):
+        beam_search(step, state, beam_size=2, **{**common, "max_length": 0})
+    with pytest.raises(ValueError, match=r"^max_steps must be >= 1; received max_steps=0$"):
+        greedy_search(step, state, max_steps=0, **common)
+
+    calls = []
+
+    def attends_once(tokens, state):  # attention on the first call only
+        calls.append(1)
+        log_probs, state, weights = attending(tokens, state)
+        return log_probs, state, weights if len(calls) == 1 else None
+
+    for search in (greedy_search, beam_search):
+        calls.clear()
+        options = {"beam_size": 2} if search is beam_search else {}
+        with pytest.raises(ValueError, match=r"^step_fn must return attention on every step "
+                                             r"or on none; it changed between steps"):
+            search(attends_once, state, **options, **common)
+
+
+@pytest.mark.backends("jax")
+def test_a_traced_max_length_needs_max_steps():
+    import jax
+
+    step, state = table_step(SCRIPT_TABLE), table_state(1)
+
+    @jax.jit
+    def search(max_length):
+        return greedy_search(step, state, batch_size=1, bos_id=BOS, eos_id=EOS,
+                             max_length=max_length)
+
+    with pytest.raises(ValueError, match=r"^max_length is a symbolic tensor \(inside jax.jit or "
+                                         r"tf.function\); pass max_steps=<int>"):
+        search(np.array([3], "int32"))
 
 
 @pytest.mark.parametrize("search", ["beam", "greedy"])
