@@ -16,6 +16,32 @@ def test_parse_overrides():
         "attention": "recurrent", "window": "5"}
     with pytest.raises(ValueError, match="Missing a value for --epochs"):
         parse_overrides(["--epochs"])
+    with pytest.raises(ValueError, match="^Expected --key value, received 'recurrent'$"):
+        parse_overrides(["recurrent"])
+
+
+def test_bad_command_lines_are_one_line_errors(tmp_path, capsys):
+    no_config = tmp_path / "recipe.py"
+    no_config.write_text("EPOCHS = 3\n")
+    for argv, message in (
+        (["train", str(no_config)],
+         f"keras-rnmt train: error: Recipe {no_config} must define `config()` returning a "
+         "TrainConfig"),
+        (["plot", str(tmp_path)], "keras-rnmt plot: error: give a sentence to translate, or "
+                                  "--curves"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 1
+        assert capsys.readouterr().err == message + "\n"
+    toy = os.path.join(os.path.dirname(__file__), "..", "recipes", "toy.py")
+    with pytest.raises(SystemExit):
+        main(["train", toy, "--epochs", "ten"])
+    assert capsys.readouterr().err == ("keras-rnmt train: error: epochs expects an integer. "
+                                       "Received: 'ten'\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["average", str(tmp_path), "--bogus", "1"])
+    assert stop.value.code == 2 and "unrecognized arguments: --bogus 1" in capsys.readouterr().err
 
 
 def test_train_rejects_unknown_key_with_valid_choices(tmp_path, capsys):
@@ -226,3 +252,15 @@ def test_export_passes_the_model_file_search_options_and_dtype_policy(monkeypatc
     assert calls == [(("RUN", str(tmp_path / "out")),
                       {"model_file": "averaged.keras", "dtype_policy": "mixed_bfloat16",
                        "beam_size": 3, "length_penalty": 0.6, "stop_rule": "current"})]
+
+
+def test_stdin_with_invalid_utf8_names_its_line(monkeypatch):
+    import io
+
+    from keras_rnmt.cli import _read_input
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fine\r\nok\n\xff bad\n")))
+    with pytest.raises(ValueError, match=r"^<stdin>:3: invalid UTF-8$"):
+        _read_input("-")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fine\r\n\nlast")))
+    assert _read_input(None) == ["fine", "", "last"]

@@ -130,3 +130,30 @@ def test_the_plateau_recipe_is_the_config_of_the_recorded_best_runs():
         differing = {key for key in run if run[key] != recorded[key]}
         # Seed 0 ran first, keeping no checkpoints (which changes no weight).
         assert differing == ({"keep_checkpoints"} if seed == 0 else set()), seed
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: ModelConfig(dropout=1.0), "`dropout` must be in [0, 1). Received: dropout=1.0"),
+    (lambda: ModelConfig(teacher_forcing_ratio=0.0),
+     "`teacher_forcing_ratio` must be in (0, 1]. Received: teacher_forcing_ratio=0.0"),
+    (lambda: ModelConfig(cell="rnn"), "Unknown cell 'rnn'. Valid choices: 'lstm', 'gru'"),
+    (lambda: TranslationModel(ModelConfig(model_type="transformer", source_vocab_size=9,
+                                          target_vocab_size=9)),
+     "TranslationModel builds model_type 'rnn'; received 'transformer'. Use "
+     "`keras_rnmt.models.build_model(config)` for any model type."),
+    (lambda: TranslationModel(ModelConfig()),
+     "`source_vocab_size` and `target_vocab_size` must be set (> 0). Received: 0, 0"),
+    (lambda: TransformerTranslationModel(ModelConfig(source_vocab_size=9, target_vocab_size=9)),
+     "TransformerTranslationModel builds model_type 'transformer'; received 'rnn'. Use "
+     "`keras_rnmt.models.build_model(config)` for any model type."),
+    (lambda: TransformerTranslationModel(ModelConfig(model_type="transformer")),
+     "`source_vocab_size` and `target_vocab_size` must be set (> 0). Received: 0, 0"),
+    (lambda: build_model(ModelConfig(model_type="transformer", source_vocab_size=9,
+                                     target_vocab_size=9, embedding_dim=10, num_heads=4)),
+     "`embedding_dim` must be divisible by `num_heads`. Received: embedding_dim=10, "
+     "num_heads=4"),
+])
+def test_bad_model_arguments_say_what_is_wrong(build, message):
+    with pytest.raises(ValueError) as error:
+        build()
+    assert str(error.value) == message
