@@ -162,6 +162,15 @@ def test_bad_arguments(kwargs, message):
     assert str(info.value) == message
 
 
+def test_empty_and_non_string_corpora():
+    with pytest.raises(ValueError) as info:
+        make_dataset([], [], *tokenizers())
+    assert str(info.value) == "`sources` is empty: there is nothing to train on"
+    with pytest.raises(ValueError) as info:
+        make_dataset(["a b", 3], ["c d", "e"], *tokenizers())
+    assert str(info.value) == "`sources` must be a list of str"
+
+
 def test_mismatched_lengths():
     with pytest.raises(ValueError) as info:
         make_dataset(SOURCES, TARGETS[:-1], *tokenizers())

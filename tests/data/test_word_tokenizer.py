@@ -92,6 +92,20 @@ def test_bad_vocabulary(vocabulary, message):
     assert str(info.value) == message
 
 
+def test_bad_ids_name_the_range_and_the_shape():
+    tokenizer = WordTokenizer(vocabulary=list(SPECIAL_TOKENS) + ["x", "y"])
+    with pytest.raises(ValueError) as info:
+        tokenizer.id_to_token(6)
+    assert str(info.value) == "`id` must be in [0, 5]. Received: id=6"
+    with pytest.raises(ValueError) as info:
+        tokenizer.detokenize(4)
+    assert str(info.value) == "`ids` must be 1-D or 2-D. Received a scalar: 4"
+    with pytest.raises(ValueError) as info:
+        tokenizer.detokenize(np.zeros((1, 2, 3), "int32"))
+    assert str(info.value).startswith("`ids` must be 1-D or 2-D. Received shape: (1, ")
+    assert tokenizer.detokenize([[4, 5], [5]]).numpy().tolist() == [b"x y", b"y"]
+
+
 def test_bad_flag():
     with pytest.raises(ValueError, match=r"`lowercase` must be True or False\. Received: 'yes'"):
         WordTokenizer(lowercase="yes")
