@@ -50,8 +50,12 @@ def test_unknown_cpu_flags_give_no_warning(monkeypatch):
 
 def test_this_machine_has_a_cpu_answer():
     """Whatever this machine is, the question has an answer without raising."""
-    precision.emulated_precision_warning("mixed_bfloat16")
+    message = precision.emulated_precision_warning("mixed_bfloat16")
     assert isinstance(precision.accelerator_present(), bool)
+    # The default arguments are this machine's own flags and accelerator.
+    assert message == precision.emulated_precision_warning(
+        "mixed_bfloat16", precision.cpu_flags(), precision.accelerator_present())
+    assert message is None or "mixed_bfloat16" in message
 
 
 def test_translator_loading_under_an_emulated_policy_warns(monkeypatch, trained_run):

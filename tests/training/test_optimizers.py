@@ -141,7 +141,6 @@ def test_plateau_decay_settings_are_checked():
         TrainConfig(lr_decay=0.5, optimizer="paper-sgd")
     with pytest.raises(ValueError, match=r"lr_decay must be in \(0, 1\)"):
         TrainConfig(lr_decay=2.0)
-    assert TrainConfig(lr_decay=0.5, lr_patience=2).lr_patience == 2
 
 
 def test_importing_the_package_registers_the_schedules_for_load_model():
