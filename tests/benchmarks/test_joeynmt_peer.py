@@ -57,6 +57,7 @@ def test_an_unfinished_log_has_no_test_decode():
     assert "test_decode_seconds" not in joeynmt_peer.parse_log(unfinished)
 
 
+@pytest.mark.multi30k
 @pytest.mark.parametrize("cuda, fp16", [(False, False), (True, False), (True, True)])
 def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypatch, cuda, fp16):
     """The peer config as given, with only its folders and (on a GPU) device switches set."""
