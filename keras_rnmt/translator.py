@@ -87,6 +87,23 @@ class Translator:
             1.2-1.3x faster once compiled, and compiles each batch shape about twice as long
             (pays off on large files). JAX always compiles with XLA; PyTorch decodes eagerly,
             so there it is an error. Defaults to False.
+
+    Example (an untrained model: the words are random, the contract is not):
+
+    >>> from keras_rnmt.data import build_tokenizer
+    >>> from keras_rnmt.models import ModelConfig, build_model
+    >>> source = build_tokenizer("word", ["a dog runs", "the cat sleeps"], min_frequency=1)
+    >>> target = build_tokenizer("word", ["ein hund läuft", "die katze schläft"],
+    ...                          min_frequency=1)
+    >>> model = build_model(ModelConfig(
+    ...     source_vocab_size=source.vocabulary_size(), embedding_dim=8, encoder_units=8,
+    ...     target_vocab_size=target.vocabulary_size(), decoder_units=16, attention="recurrent"))
+    >>> translator = Translator(model, source, target, beam_size=3)
+    >>> results = translator.translate(["a dog runs", "", "the cat"])
+    >>> len(results), results[1].text          # one per input, in order; "" for ""
+    (3, '')
+    >>> results[0].attention.shape[1]            # weights over "a dog runs </s>"
+    4
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=5,
