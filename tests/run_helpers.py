@@ -4,7 +4,10 @@ A run directory is what `train_and_evaluate` leaves behind, cut to what `Transla
 and `keras-rnmt plot` read: `best.keras`, the two tokenizers and `log.csv`.
 """
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 
@@ -68,3 +71,24 @@ def train_run(path, epochs=2, heatmap_sentences=SOURCES[:2], **overrides):
                                            os.path.join(path, "heatmaps")),
               ])
     return model, source_tokenizer, target_tokenizer
+
+
+# Runs in a fresh interpreter: TensorFlow only, no keras-rnmt.
+SERVE = """
+import json, sys
+import tensorflow as tf
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = serve(inputs=tf.constant(json.loads(sys.argv[2]), tf.string))
+assert "keras_rnmt" not in sys.modules, sorted(sys.modules)
+print(json.dumps({"translations": [t.decode() for t in out["translations"].numpy()],
+                  "scores": out["scores"].numpy().tolist()}))
+"""
+
+
+def serve_in_tensorflow_only_process(path, inputs):
+    """`{"translations", "scores"}` of the SavedModel at `path` for `inputs`, served by plain
+    `tf.saved_model.load` in a fresh interpreter that never imports keras-rnmt."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+    output = subprocess.run([sys.executable, "-c", SERVE, str(path), json.dumps(inputs)],
+                            capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])

@@ -1,12 +1,12 @@
 """SavedModel export: a TensorFlow-only process gives exactly `Translator`'s translations."""
 
-import json
 import os
 import subprocess
 import sys
 
 import keras
 import pytest
+from run_helpers import serve_in_tensorflow_only_process
 
 from keras_rnmt.data import build_tokenizer, make_dataset
 from keras_rnmt.export import export_run, export_saved_model, step_buckets
@@ -21,17 +21,6 @@ SENTENCES = [" ".join(WORDS[(i * 5 + j * 3) % len(WORDS)] for j in range(2 + i %
              for i in range(24)]
 INPUTS = [SENTENCES[3], "", SENTENCES[1], " \u00a0 ", SENTENCES[0], "zebra dog"]
 BIN = os.path.dirname(sys.executable)
-
-# Runs in a fresh interpreter: TensorFlow only, no keras-rnmt.
-SERVE = """
-import json, sys
-import tensorflow as tf
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-out = serve(inputs=tf.constant(json.loads(sys.argv[2]), tf.string))
-assert "keras_rnmt" not in sys.modules, sorted(sys.modules)
-print(json.dumps({"translations": [t.decode() for t in out["translations"].numpy()],
-                  "scores": out["scores"].numpy().tolist()}))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +51,12 @@ def run_dir(trained, tmp_path_factory):
     return str(path)
 
 
-def _serve_in_tensorflow_only_process(path, inputs):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    output = subprocess.run([sys.executable, "-c", SERVE, str(path), json.dumps(inputs)],
-                            capture_output=True, text=True, env=env, check=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
 def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, run_dir, tmp_path):
     model, source, target = trained
     path = export_run(run_dir, str(tmp_path / "saved_model"), beam_size=5,
                       length_penalty=1.0, max_output_length=64)
 
-    served = _serve_in_tensorflow_only_process(path, INPUTS)
+    served = serve_in_tensorflow_only_process(path, INPUTS)
     expected = Translator(model, source, target, beam_size=5).translate(INPUTS)
     assert served["translations"] == [result.text for result in expected]
     assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-4)
@@ -92,12 +74,12 @@ def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, run_
 
 
 def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(run_dir, tmp_path):
-    float32 = _serve_in_tensorflow_only_process(
+    float32 = serve_in_tensorflow_only_process(
         export_run(run_dir, str(tmp_path / "float32"), beam_size=5, max_output_length=64), INPUTS)
     path = export_run(run_dir, str(tmp_path / "bf16"), dtype_policy="mixed_bfloat16",
                       beam_size=5, max_output_length=64)
 
-    served = _serve_in_tensorflow_only_process(path, INPUTS)
+    served = serve_in_tensorflow_only_process(path, INPUTS)
     translator = Translator.from_run(run_dir, dtype_policy="mixed_bfloat16", beam_size=5)
     expected = translator.translate(INPUTS)
     assert translator.model.dtype_policy.name == "mixed_bfloat16"

@@ -7,29 +7,16 @@ check that path end to end against the session's own `Translator`, and that the 
 `export_saved_model` refuses another backend with the way out in its message.
 """
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
-from run_helpers import SOURCES
+from run_helpers import SOURCES, serve_in_tensorflow_only_process
 
 from keras_rnmt.export import export_run, export_saved_model
 from keras_rnmt.translator import Translator
 
 pytestmark = pytest.mark.backends("jax", "torch")
 
-# Runs in a fresh interpreter: TensorFlow only, no keras-rnmt.
-SERVE = """
-import json, sys
-import tensorflow as tf
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-out = serve(inputs=tf.constant(json.loads(sys.argv[2]), tf.string))
-assert "keras_rnmt" not in sys.modules, sorted(sys.modules)
-print(json.dumps({"translations": [t.decode() for t in out["translations"].numpy()],
-                  "scores": out["scores"].numpy().tolist()}))
-"""
 
 
 def test_export_run_under_this_backend_serves_this_backends_translations(trained_run,
@@ -38,10 +25,7 @@ def test_export_run_under_this_backend_serves_this_backends_translations(trained
     path = export_run(str(trained_run), str(tmp_path / "saved"), beam_size=3,
                       length_penalty=1.0)
     assert os.path.exists(os.path.join(path, "saved_model.pb"))
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
-    output = subprocess.run([sys.executable, "-c", SERVE, path, json.dumps(inputs)],
-                            capture_output=True, text=True, env=env, check=True).stdout
-    served = json.loads(output.strip().splitlines()[-1])
+    served = serve_in_tensorflow_only_process(path, inputs)
 
     expected = Translator.from_run(str(trained_run), beam_size=3,
                                    length_penalty=1.0).translate(inputs)
