@@ -18,7 +18,7 @@ from keras_rnmt.search import (
 )
 from keras_rnmt.search.cast_once import cast_weights_once
 from keras_rnmt.search.shrinking import shrinking_beam_search
-from keras_rnmt.unk import replace_unknown
+from keras_rnmt.unk import check_word_tokenizers, replace_unknown
 
 
 @dataclasses.dataclass
@@ -122,7 +122,7 @@ class Translator:
         self.replace_unk = replace_unk
         self.unk_dictionary = unk_dictionary or {}
         if replace_unk:
-            self._check_word_level("replace_unk=True")
+            check_word_tokenizers(source_tokenizer, target_tokenizer, "replace_unk=True")
         check_stop_rule(stop_rule)
         self.stop_rule = stop_rule
         if jit_compile and keras.backend.backend() == "torch":
@@ -197,7 +197,7 @@ class Translator:
             str: its text with unknown words replaced; `translation.text` unchanged when it
             has no attention (a model without attention, or an empty input).
         """
-        self._check_word_level("unk_replaced")
+        check_word_tokenizers(self.source_tokenizer, self.target_tokenizer, "unk_replaced")
         if translation.attention is None:
             return translation.text
         return " ".join(self._replace_unknowns(translation.tokens, translation.source_tokens,
@@ -295,19 +295,6 @@ class Translator:
         else:
             text = None  # detokenized for the whole batch at once by `_detokenize_all`
         return Translation(text, float(score), tokens, source_tokens, weights, ids=ids)
-
-    def _check_word_level(self, what):
-        """UNK replacement copies whole source words into a text joined by spaces: only a
-        pair of word tokenizers has that text (subword pieces would stay unjoined)."""
-        from keras_rnmt.data.word_tokenizer import WordTokenizer
-
-        for side, tokenizer in (("source", self.source_tokenizer),
-                                ("target", self.target_tokenizer)):
-            if not isinstance(tokenizer, WordTokenizer):
-                raise ValueError(
-                    f"{what} needs word tokenizers; the {side} tokenizer is "
-                    f"{type(tokenizer).__name__}, whose subword vocabulary leaves no unknown "
-                    "words to replace. Translate without UNK replacement.")
 
     def _replace_unknowns(self, tokens, source_tokens, weights):
         unk = self.target_tokenizer.id_to_token(self.target_tokenizer.unk_id)

@@ -31,6 +31,23 @@ def replace_unknown(tokens, source_tokens, attention, unk_token="<unk>", diction
     return output
 
 
+def check_word_tokenizers(source_tokenizer, target_tokenizer, what):
+    """Raise unless both tokenizers are word tokenizers.
+
+    UNK replacement copies whole source words into a text joined by spaces; subword pieces
+    would stay unjoined (and a subword vocabulary leaves no unknown words to replace).
+    `what` names the caller in the message.
+    """
+    from keras_rnmt.data.word_tokenizer import WordTokenizer
+
+    for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+        if not isinstance(tokenizer, WordTokenizer):
+            raise ValueError(
+                f"{what} needs word tokenizers; the {side} tokenizer is "
+                f"{type(tokenizer).__name__}, whose subword vocabulary leaves no unknown "
+                "words to replace. Translate without UNK replacement.")
+
+
 def load_dictionary(path):
     """Read a `source<TAB>target` (or whitespace-separated) dictionary file.
 
