@@ -4,6 +4,7 @@ import keras
 import keras_hub
 from keras import ops
 
+from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
 from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
@@ -168,7 +169,7 @@ class TransformerDecoderStack(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
-class TransformerTranslationModel(keras.Model):
+class TransformerTranslationModel(CompileBuildsOptimizer, keras.Model):
     """The Transformer comparison model, as an ordinary functional Keras model.
 
     Encoder: `SelfAttentionEncoder`; decoder: `TransformerDecoderStack`; both keras-hub

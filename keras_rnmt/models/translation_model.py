@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_rnmt.loop import scan
 from keras_rnmt.models.attention_decoder import AttentionDecoder
+from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
 from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.rnn_encoder import RNNEncoder
 from keras_rnmt.models.search_log_probs import search_log_probs
@@ -12,7 +13,7 @@ from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
-class TranslationModel(keras.Model):
+class TranslationModel(CompileBuildsOptimizer, keras.Model):
     """An RNN encoder-decoder with attention, as an ordinary functional Keras model.
 
     Inputs are `(source_ids, target_in)` int tensors padded with 0, the output is the
