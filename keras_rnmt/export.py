@@ -124,7 +124,8 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
             self.source_tokenizer = source_tokenizer
             self.target_tokenizer = target_tokenizer
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+                     autograph=False)  # explicit tf.cond / switch_case; nothing to convert
         def serve(self, inputs):
             batch = tf.shape(inputs)[0]
             keep = tf.logical_not(tf.strings.regex_full_match(inputs, BLANK_PATTERN))

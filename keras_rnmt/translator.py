@@ -380,7 +380,10 @@ def compile_search(run, jit_compile=False):
     if backend == "tensorflow":
         import tensorflow as tf
 
-        compiled = tf.function(run, reduce_retracing=True, jit_compile=jit_compile)
+        # No autograph: the search is explicit ops (it runs under jax.jit, which has none),
+        # and converting it took a third of the first translation's trace.
+        compiled = tf.function(run, reduce_retracing=True, jit_compile=jit_compile,
+                               autograph=False)
         return lambda model, *args: compiled(*tf.nest.map_structure(tf.convert_to_tensor, args))
     if backend == "jax":
         import jax
