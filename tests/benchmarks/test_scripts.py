@@ -40,6 +40,14 @@ def run_script(name, *args, backend="tensorflow", data=True):
     return process.stdout
 
 
+def run_main(module, capsys, *args):
+    """`module.main(args)` in this process (pure-Python modes: tables, statistics; no
+    interpreter start-up); returns what it printed."""
+    capsys.readouterr()
+    module.main([str(arg) for arg in args])
+    return capsys.readouterr().out
+
+
 def result_line(stdout):
     """The `RESULT {json}` line of a worker-style script."""
     lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
@@ -153,7 +161,10 @@ def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_validation(
-        tmp_path):
+        tmp_path, capsys):
+    import decode_choices
+    import quality
+
     work, records = tmp_path / "work", tmp_path / "runs"
     run_script("quality.py", "--models", "bahdanau", "--seeds", "0", "--work", str(work),
                "--records", str(records), "--set", *TINY, "epochs=2", "steps_per_epoch=15",
@@ -172,7 +183,7 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert len((record / "test_hypotheses.txt").read_text().splitlines()) == 1000
     summary = json.loads((work / "quality.json").read_text())
     assert [r["run_dir"] for r in summary["bahdanau"]] == [str(work / "bahdanau-seed0")]
-    table = run_script("quality.py", "--table", str(record / "scores.json"))
+    table = run_main(quality, capsys, "--table", record / "scores.json")
     assert "| bahdanau | 1 | 2 |" in table and f"{beam5['tokenised_bleu']:.2f}" in table
 
     choices = tmp_path / "choices.json"
@@ -185,7 +196,7 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert chosen["test_chosen"] == chosen["test_chosen_scores"]["beam5"]["tokenised_bleu"]
     hypotheses = (tmp_path / "test_hypotheses_chosen.txt").read_text().splitlines()
     assert len(hypotheses) == 1000
-    table = run_script("decode_choices.py", "--table", str(choices))
+    table = run_main(decode_choices, capsys, "--table", choices)
     assert "| bahdanau | 1 |" in table and f"{chosen['test_chosen']:.2f}" in table
 
 
@@ -218,13 +229,14 @@ def test_significance_reproduces_each_recorded_runs_bleu():
 
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
-def test_significance_pools_the_seed_pairs_of_all_tags():
+def test_significance_pools_the_seed_pairs_of_all_tags(capsys, monkeypatch):
     """`--pool`: the `all tags` rows test every tag's seed pairs together; the sign flip runs
     over the per-seed differences of all of them, in the tags' order."""
     import significance
 
-    out = run_script("significance.py", "--tags", "plateau", "plateau-ls", "--pool",
-                     "--samples", "20")
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    out = run_main(significance, capsys, "--tags", "plateau", "plateau-ls", "--pool",
+                   "--samples", "20")
     rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| -plateau")]
     differences = [float(row[4]) for row in rows if row[1].strip().isdigit()]
     pooled = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| all tags")]
@@ -236,7 +248,7 @@ def test_significance_pools_the_seed_pairs_of_all_tags():
     assert float(pooled[1][5]) == round(p, 3)
     assert float(pooled[0][4].split()[0]) == pytest.approx(mean, abs=0.011)
     # Without --pool the rows are per tag only.
-    alone = run_script("significance.py", "--tags", "plateau", "--samples", "20")
+    alone = run_main(significance, capsys, "--tags", "plateau", "--samples", "20")
     assert "all tags" not in alone
 
 
