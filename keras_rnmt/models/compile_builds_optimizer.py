@@ -1,6 +1,8 @@
 """`CompileBuildsOptimizer`: `compile` creates the optimizer's variables, so TensorFlow traces
 the first training step once instead of twice."""
 
+import contextlib
+
 import keras
 
 
@@ -26,11 +28,10 @@ class CompileBuildsOptimizer:
         optimizer = getattr(self, "optimizer", None)
         if optimizer is None or optimizer.built or not self.built:
             return
-        if keras.backend.backend() == "tensorflow":
-            # Variables of a `tf.distribute` model are created under its strategy.
-            with self.distribute_strategy.scope():
-                optimizer.build(self.trainable_variables)
-        else:
+        # Under TensorFlow, a `tf.distribute` model's variables are created in its strategy.
+        scope = (self.distribute_strategy.scope() if keras.backend.backend() == "tensorflow"
+                 else contextlib.nullcontext())
+        with scope:
             optimizer.build(self.trainable_variables)
 
     def compile_from_config(self, config):
