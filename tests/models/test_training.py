@@ -35,27 +35,28 @@ MODEL_KINDS = {
 
 # Untrained cross-entropy is about ln(24) = 3.18; the best a model that ignores the source
 # can do on this task is 2.76 (uniform words, end of sentence predicted from the position
-# alone), so a loss below LOSS_BOUND means the model reads the source. After 96 steps
-# (batch 64, 12 epochs) the last-epoch losses measured 0.06-1.99 across kinds and backends
-# (slowest: local-m 1.84-1.99, none 1.69-1.80); the test runs 208 steps (batch 32, 13 epochs).
+# alone), so a loss below LOSS_BOUND means the model reads the source. The test runs 104 Adam
+# steps at 2e-2 (batch 64, 13 epochs); the last-epoch losses measured 0.003-1.52 across kinds
+# and backends (slowest: local-m 1.33-1.52, none 0.81-1.16; first epochs 2.96-3.06). At 1e-2
+# the same steps left local-m at 1.76-1.90, too near the bound.
 LOSS_BOUND = 2.3
-STEPS = 208
+STEPS = 104
 
 
 @pytest.mark.parametrize("kind", list(MODEL_KINDS))
 def test_loss_falls_below_bound(kind):
     source, target_in, target_out = reverse_copy_batch(n=512, seed=3)
-    model = _compile(small_model(**MODEL_KINDS[kind]))
+    model = _compile(small_model(**MODEL_KINDS[kind]), lr=2e-2)
     if kind == "recurrent":
         before = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
-    history = model.fit((source, target_in), target_out, batch_size=32, epochs=13, verbose=0)
+    history = model.fit((source, target_in), target_out, batch_size=64, epochs=13, verbose=0)
     assert int(ops.convert_to_numpy(model.optimizer.iterations)) == STEPS
     losses = history.history["loss"]
     assert losses[0] > 2.5, losses
     assert losses[-1] < LOSS_BOUND, losses
     if kind == "recurrent":
-        # The recurrent model reaches a higher token accuracy than untrained (measured
-        # about 0.04 before, 0.6-0.99 after).
+        # The recurrent model reaches a higher token accuracy than untrained (about 0.04
+        # before; after, its training loss measured 0.003-0.005 on every backend).
         after = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)
         assert after["token_accuracy"] > before["token_accuracy"] + 0.2, (before, after)
 
