@@ -136,11 +136,13 @@ def cmd_translate(args, _):
 
 def _search_options(args):
     """`Translator.from_run` keyword arguments of the options `_add_search_options` adds;
-    a length penalty left unset keeps the run's own (its config's `length_penalty`)."""
+    a length penalty left unset keeps the run's own (its config's `length_penalty`), and
+    unset output limits keep `Translator`'s."""
     options = {"model_file": args.model_file, "stop_rule": args.stop_rule,
                "dtype_policy": args.dtype_policy, "jit_compile": args.jit_compile}
-    if args.length_penalty is not None:
-        options["length_penalty"] = args.length_penalty
+    for name in ("length_penalty", "max_length_a", "max_length_b"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
     return options
 
 
@@ -255,6 +257,11 @@ def _add_search_options(parser):
     parser.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
                         help="beam search stops a sentence when its best hypothesis has ended "
                              "(current) or when no continuation can beat it (bound, exact)")
+    parser.add_argument("--max-length-a", type=float, default=None,
+                        help="an output stops at A * source tokens (with </s>) + B tokens "
+                             "(default A = 1.5)")
+    parser.add_argument("--max-length-b", type=float, default=None,
+                        help="see --max-length-a (default B = 10)")
     parser.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="compute the search in this Keras dtype policy (mixed_bfloat16: "
                              "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")

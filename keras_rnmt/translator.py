@@ -74,7 +74,9 @@ class Translator:
         beam_size: int. 1 = greedy search. Defaults to 5.
         length_penalty: float. GNMT α. Defaults to 1.0.
         coverage_penalty: float. GNMT β. Defaults to 0.
-        max_length_a, max_length_b: the output limit is a·|source| + b tokens.
+        max_length_a, max_length_b: the output limit is ⌈a·|source| + b⌉ tokens, |source|
+            counting the source's `</s>` (fairseq's `--max-len-a/b`). Defaults to 1.5 and 10;
+            both must be >= 0 and allow one token (a > 0 or b >= 1).
         batch_size: int. Sentences per search batch. Defaults to 64.
         replace_unk: bool. Replace `<unk>` outputs by the most-attended source word (or its
             entry in `unk_dictionary`). Defaults to False.
@@ -116,6 +118,11 @@ class Translator:
         self.beam_size = beam_size
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
+        if not (max_length_a >= 0 and max_length_b >= 0
+                and (max_length_a > 0 or max_length_b >= 1)):
+            raise ValueError("max_length_a and max_length_b must be >= 0 and allow one output "
+                             f"token (a > 0 or b >= 1); received a={max_length_a}, "
+                             f"b={max_length_b}")
         self.max_length_a = max_length_a
         self.max_length_b = max_length_b
         self.batch_size = batch_size

@@ -94,20 +94,35 @@ def test_translate_writes_one_line_per_input_line(run_dir, tmp_path):
     output = tmp_path / "out.txt"
     alignments = tmp_path / "align.txt"
     env = {**os.environ, "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
+    # The untrained model never ends a sentence: each output runs to its limit, here
+    # ceil(0.1 * (words + 1) + 5) tokens (36 for the 300 words; 460 at the defaults).
     subprocess.run([sys.executable, "-m", "keras_rnmt.cli", "translate", str(run_dir), "-i",
                     str(source), "-o", str(output), "--beam-size", "2", "--alignments",
-                    str(alignments)], check=True, env=env, capture_output=True)
+                    str(alignments), "--max-length-a", "0.1", "--max-length-b", "5"],
+                   check=True, env=env, capture_output=True)
     written = output.read_text(encoding="utf-8").split("\n")
     assert written[-1] == "" and len(written) - 1 == len(lines)
     assert written[1] == "" and written[4] == ""
-    expected = Translator.from_run(run_dir, beam_size=2).translate(lines)
+    expected = Translator.from_run(run_dir, beam_size=2, max_length_a=0.1,
+                                   max_length_b=5).translate(lines)
     assert written[:-1] == [result.text for result in expected]
+    assert len(expected[3].ids) <= 36 and expected[3].attention.shape[1] == 301
     aligned = alignments.read_text().split("\n")
     assert len(aligned) - 1 == len(lines) and aligned[1] == "" and aligned[4] == ""
     # "i-j": target word j's most attended source word i (the source's </s> left out).
     first = expected[0]
     assert aligned[0] == " ".join(f"{int(first.attention[j, :-1].argmax())}-{j}"
                                   for j in range(len(first.tokens)))
+
+
+def test_translate_names_bad_output_limits_in_one_line(run_dir, capsys):
+    for bad in (["--max-length-a", "-1"], ["--max-length-a", "0", "--max-length-b", "0"]):
+        with pytest.raises(SystemExit) as stop:
+            main(["translate", str(run_dir), "-i", os.devnull, *bad])
+        assert stop.value.code == 1
+        err = capsys.readouterr().err
+        assert err.startswith("keras-rnmt translate: error: max_length_a and max_length_b must "
+                              "be >= 0 and allow one output token"), err
 
 
 def test_translate_stdin_to_stdout_gives_only_the_translations(run_dir):
