@@ -74,11 +74,26 @@ def _fresh_keras_state():
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory):
     """A tiny recurrent-attention run directory fitted for 2 epochs: `best.keras`, tokenizers,
-    `log.csv` (with val_bleu) and `heatmaps/` (see `run_helpers.train_run`)."""
+    `log.csv` (with val_bleu) and `heatmaps/` (see `run_helpers.train_run`). Read-only.
+
+    Fitted once per pass: under pytest-xdist the workers share one directory beside their
+    own temporary folders, the first to arrive fitting it under a file lock while the
+    others wait (the fit is deterministic, so every worker would make the same run).
+    """
+    import fcntl
+
     from run_helpers import train_run
 
-    path = tmp_path_factory.mktemp("trained_run")
-    train_run(str(path), epochs=2)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder all workers' temporary folders are in
+    path = root / "trained_run"
+    with open(root / "trained_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (path / "fitted").exists():
+            path.mkdir(exist_ok=True)
+            train_run(str(path), epochs=2)
+            (path / "fitted").touch()
     return path
 
 
