@@ -71,30 +71,36 @@ def _fresh_keras_state():
     keras.config.set_dtype_policy("float32")
 
 
-@pytest.fixture(scope="session")
-def trained_run(tmp_path_factory):
-    """A tiny recurrent-attention run directory fitted for 2 epochs: `best.keras`, tokenizers,
-    `log.csv` (with val_bleu) and `heatmaps/` (see `run_helpers.train_run`). Read-only.
+def built_once(tmp_path_factory, name, build):
+    """The folder `name`, filled by `build(path)` once per pass and shared read-only.
 
-    Fitted once per pass: under pytest-xdist the workers share one directory beside their
-    own temporary folders, the first to arrive fitting it under a file lock while the
-    others wait (the fit is deterministic, so every worker would make the same run).
+    Under pytest-xdist the workers share it, beside their own temporary folders: the first
+    to arrive builds it under a file lock while the others wait. For deterministic builds
+    only (a seeded fit, an export), which every worker would make the same.
     """
     import fcntl
-
-    from run_helpers import train_run
 
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the folder all workers' temporary folders are in
-    path = root / "trained_run"
-    with open(root / "trained_run.lock", "w") as lock:
+    path = root / name
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (path / "fitted").exists():
-            path.mkdir(exist_ok=True)
-            train_run(str(path), epochs=2)
-            (path / "fitted").touch()
+        if not (root / f"{name}.built").exists():
+            path.mkdir()
+            build(path)
+            (root / f"{name}.built").touch()
     return path
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """A tiny recurrent-attention run directory fitted for 2 epochs: `best.keras`, tokenizers,
+    `log.csv` (with val_bleu) and `heatmaps/` (see `run_helpers.train_run`). Read-only,
+    fitted once per pass (`built_once`)."""
+    from run_helpers import train_run
+
+    return built_once(tmp_path_factory, "trained_run", lambda path: train_run(str(path)))
 
 
 def multi30k_dir():

@@ -1,11 +1,13 @@
 """SavedModel export: a TensorFlow-only process gives exactly `Translator`'s translations."""
 
+import json
 import os
 import subprocess
 import sys
 
 import keras
 import pytest
+from conftest import built_once
 from run_helpers import serve_in_tensorflow_only_process
 
 from keras_rnmt.data import build_tokenizer, make_dataset
@@ -23,8 +25,8 @@ INPUTS = [SENTENCES[3], "", SENTENCES[1], " \u00a0 ", SENTENCES[0], "zebra dog"]
 BIN = os.path.dirname(sys.executable)
 
 
-@pytest.fixture(scope="module")
-def trained():
+def _train_copy_task(path):
+    """Fit the copy task (100 steps) and save it as a run directory in `path`."""
     source = build_tokenizer("word", SENTENCES, min_frequency=1)
     target = build_tokenizer("word", SENTENCES, min_frequency=1)
     keras.utils.set_random_seed(0)
@@ -38,25 +40,41 @@ def trained():
                   jit_compile=False)
     data = make_dataset(SENTENCES, SENTENCES, source, target, batch_size=8, repeat=True)
     model.fit(data, steps_per_epoch=100, epochs=1, verbose=0, shuffle=False)
-    return model, source, target
-
-
-@pytest.fixture(scope="module")
-def run_dir(trained, tmp_path_factory):
-    model, source, target = trained
-    path = tmp_path_factory.mktemp("run")
     model.save(str(path / "best.keras"))
     source.save(str(path / "source_tokenizer.json"))
     target.save(str(path / "target_tokenizer.json"))
-    return str(path)
 
 
-def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, run_dir, tmp_path):
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """The copy task's run directory, fitted once per pass (`built_once`)."""
+    return str(built_once(tmp_path_factory, "export_copy_task", _train_copy_task))
+
+
+@pytest.fixture(scope="module")
+def trained(run_dir):
+    """(model, source tokenizer, target tokenizer) of `run_dir`."""
+    translator = Translator.from_run(run_dir)
+    return translator.model, translator.source_tokenizer, translator.target_tokenizer
+
+
+@pytest.fixture(scope="module")
+def float32_export(run_dir, tmp_path_factory):
+    """(path, what a TensorFlow-only process serves from it for INPUTS): the run exported
+    in float32 with beam 5, once per pass."""
+    def export_and_serve(folder):
+        export_run(run_dir, str(folder / "saved_model"), beam_size=5, length_penalty=1.0,
+                   max_output_length=64)
+        served = serve_in_tensorflow_only_process(str(folder / "saved_model"), INPUTS)
+        (folder / "served.json").write_text(json.dumps(served))
+
+    folder = built_once(tmp_path_factory, "export_float32", export_and_serve)
+    return str(folder / "saved_model"), json.loads((folder / "served.json").read_text())
+
+
+def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, float32_export):
     model, source, target = trained
-    path = export_run(run_dir, str(tmp_path / "saved_model"), beam_size=5,
-                      length_penalty=1.0, max_output_length=64)
-
-    served = serve_in_tensorflow_only_process(path, INPUTS)
+    path, served = float32_export
     expected = Translator(model, source, target, beam_size=5).translate(INPUTS)
     assert served["translations"] == [result.text for result in expected]
     assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-4)
@@ -73,9 +91,9 @@ def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, run_
     assert "['translations'] tensor_info" in outputs and "['scores'] tensor_info" in outputs
 
 
-def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(run_dir, tmp_path):
-    float32 = serve_in_tensorflow_only_process(
-        export_run(run_dir, str(tmp_path / "float32"), beam_size=5, max_output_length=64), INPUTS)
+def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(
+        run_dir, float32_export, tmp_path):
+    float32 = float32_export[1]
     path = export_run(run_dir, str(tmp_path / "bf16"), dtype_policy="mixed_bfloat16",
                       beam_size=5, max_output_length=64)
 
