@@ -41,8 +41,8 @@ def run_script(name, *args, backend="tensorflow", data=True):
 
 
 def run_main(module, capsys, *args):
-    """`module.main(args)` in this process (pure-Python modes: tables, statistics; no
-    interpreter start-up); returns what it printed."""
+    """`module.main(args)` in this process (no interpreter start-up), for scripts that leave
+    no global state behind (tables, statistics, decode_choices); returns what it printed."""
     capsys.readouterr()
     module.main([str(arg) for arg in args])
     return capsys.readouterr().out
@@ -161,7 +161,7 @@ def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_validation(
-        tmp_path, capsys):
+        tmp_path, capsys, monkeypatch):
     import decode_choices
     import quality
 
@@ -187,8 +187,9 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert "| bahdanau | 1 | 2 |" in table and f"{beam5['tokenised_bleu']:.2f}" in table
 
     choices = tmp_path / "choices.json"
-    run_script("decode_choices.py", str(work / "bahdanau-seed0"), "--average", "2",
-               "--alphas", "1.0", "--json", str(choices))
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    run_main(decode_choices, capsys, work / "bahdanau-seed0", "--average", "2", "--alphas",
+             "1.0", "--json", choices)
     chosen = json.loads(choices.read_text())
     # Candidates: best.keras and the mean of epochs 1-2, each at α = 1, on validation.
     assert sorted(row["model"] for row in chosen["val"]) == ["average 1-2", "best"]
