@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 BACKENDS ?= tensorflow jax torch
 # Two pytest-xdist workers: the suite is mostly small models, bound by Python overhead, so
 # two processes use a 2-core machine better than one (the TensorFlow pass: 585 s with one,
-# 262 s with two, both measured beside a training run). PYTEST_WORKERS=0 runs in-process.
+# 262 s with two, both measured beside a training run; three were slower again: the PyTorch
+# pass 260 s against 226 s with two). PYTEST_WORKERS=0 runs in-process.
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
