@@ -13,6 +13,7 @@ from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.search import (
     beam_search_continue,
     beam_search_start,
+    check_output_limits,
     check_stop_rule,
     greedy_search,
 )
@@ -118,11 +119,7 @@ class Translator:
         self.beam_size = beam_size
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
-        if not (max_length_a >= 0 and max_length_b >= 0
-                and (max_length_a > 0 or max_length_b >= 1)):
-            raise ValueError("max_length_a and max_length_b must be >= 0 and allow one output "
-                             f"token (a > 0 or b >= 1); received a={max_length_a}, "
-                             f"b={max_length_b}")
+        check_output_limits(max_length_a, max_length_b)
         self.max_length_a = max_length_a
         self.max_length_b = max_length_b
         self.batch_size = batch_size

@@ -115,6 +115,9 @@ def test_arguments_are_checked(trained, tmp_path):
     assert step_buckets(16) == (16,)
     with pytest.raises(ValueError, match="beam_size must be a positive int"):
         export_saved_model(model, source, target, str(tmp_path), beam_size=0)
+    with pytest.raises(ValueError, match="max_length_a and max_length_b must be >= 0"):
+        export_saved_model(model, source, target, str(tmp_path), max_length_a=0,
+                           max_length_b=0)
     with pytest.raises(ValueError, match=r"Unknown option\(s\) \['beam'\]"):
         export_run(str(tmp_path), str(tmp_path / "out"), beam=3)
     with pytest.raises(FileNotFoundError, match="No model at"):

@@ -24,6 +24,7 @@ from keras_rnmt.search.beam_helpers import (
     unflatten_beam_dim,
 )
 from keras_rnmt.search.greedy import GreedyState, greedy_search
+from keras_rnmt.search.output_limits import check_output_limits
 from keras_rnmt.search.result import SearchResult
 from keras_rnmt.search.shrinking import select_sentences, shrinking_beam_search
 
@@ -37,6 +38,7 @@ __all__ = [
     "beam_search_continue",
     "beam_search_result",
     "beam_search_start",
+    "check_output_limits",
     "check_stop_rule",
     "coverage_penalty",
     "flatten_beam_dim",
