@@ -79,6 +79,7 @@ def built_once(tmp_path_factory, name, build):
     only (a seeded fit, an export), which every worker would make the same.
     """
     import fcntl
+    import shutil
 
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -88,7 +89,11 @@ def built_once(tmp_path_factory, name, build):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (root / f"{name}.built").exists():
             path.mkdir()
-            build(path)
+            try:
+                build(path)
+            except BaseException:
+                shutil.rmtree(path)  # the next worker tries again and meets the same error
+                raise
             (root / f"{name}.built").touch()
     return path
 
