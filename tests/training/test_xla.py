@@ -26,8 +26,9 @@ ATTENTIONS = ("bahdanau", "recurrent", "coverage", "local-p")
 
 def fit_losses(attention, jit_compile, **overrides):
     model, source_tokenizer, target_tokenizer = tiny_parts(attention=attention, **overrides)
-    # Two length buckets: batches of different shapes, the batch and length dimensions unknown.
-    data = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer, batch_size=2,
+    # Two length buckets, one batch each: (3, 5) and (1, 8) ids, so the traced step has its
+    # batch and length dimensions unknown, and XLA compiles two shapes (one per epoch step).
+    data = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer, batch_size=4,
                         bucket_width=3, shuffle=False)
     model.compile(optimizer=keras.optimizers.SGD(0.5), loss=MaskedCrossEntropy(),
                   jit_compile=jit_compile)
@@ -35,6 +36,7 @@ def fit_losses(attention, jit_compile, **overrides):
     return history.history["loss"]
 
 
+@pytest.mark.heavy
 @pytest.mark.tensorflow_only
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_xla_training_on_the_pipeline_matches_the_uncompiled_loop(attention):
@@ -44,6 +46,7 @@ def test_xla_training_on_the_pipeline_matches_the_uncompiled_loop(attention):
     np.testing.assert_allclose(compiled, plain, rtol=1e-4)
 
 
+@pytest.mark.heavy
 @pytest.mark.tensorflow_only
 def test_xla_training_of_a_gru_with_two_decoder_layers_and_bahdanau_order():
     losses = fit_losses("recurrent", jit_compile=True, cell="gru", decoder_layers=2,
