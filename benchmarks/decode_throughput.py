@@ -49,12 +49,15 @@ def decode(backend, run_dir, stop_rule, dtype_policy="", sentences=0):
     return result_line(process, f"{backend} decode")
 
 
-def export_and_serve(run_dir, path, stop_rule, dtype_policy="", sentences=0):
+def export_and_serve(run_dir, path, stop_rule, dtype_policy="", sentences=0,
+                     max_output_length=0):
     keras_rnmt = os.path.join(os.path.dirname(sys.executable), "keras-rnmt")
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
-    policy = ["--dtype-policy", dtype_policy] if dtype_policy else []
+    options = ["--dtype-policy", dtype_policy] if dtype_policy else []
+    if max_output_length:
+        options += ["--max-output-length", str(max_output_length)]
     process = subprocess.run([keras_rnmt, "export", run_dir, path, "--beam-size", "5",
-                              "--stop-rule", stop_rule, *policy],
+                              "--stop-rule", stop_rule, *options],
                              env=env, capture_output=True, text=True)
     if process.returncode:
         raise SystemExit("export failed:\n" + process.stdout[-2000:] + process.stderr[-4000:])
@@ -76,6 +79,9 @@ def main(argv=None):
                         help="decode ours (and the SavedModel's graph) in this Keras dtype "
                              "policy, e.g. mixed_bfloat16 (default float32; JoeyNMT: float32)")
     parser.add_argument("--no-saved-model", action="store_true")
+    parser.add_argument("--max-output-length", type=int, default=0,
+                        help="the SavedModel's longest output (default: the export's, 512; "
+                             "test2016 outputs stay under 80 tokens)")
     parser.add_argument("--no-joeynmt", action="store_true")
     parser.add_argument("--retrain", action="store_true", help="train both models again")
     parser.add_argument("--run-dir", default=RUN_DIR,
@@ -113,7 +119,7 @@ def main(argv=None):
     if not args.no_saved_model:
         saved = args.saved_model + ("_" + args.dtype_policy if args.dtype_policy else "")
         result = export_and_serve(args.run_dir, saved, args.stop_rule, args.dtype_policy,
-                                  args.sentences)
+                                  args.sentences, args.max_output_length)
         figures["saved_model"] = result
         print(f"SavedModel (plain TensorFlow): {result['sentences_per_second']:.1f} sentences/s "
               f"in batches of 64 ({result['length_sorted_sentences_per_second']:.1f} in "

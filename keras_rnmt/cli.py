@@ -184,8 +184,9 @@ def cmd_export(args, _):
     options = {"stop_rule": args.stop_rule}
     if args.beam_size is not None:
         options["beam_size"] = args.beam_size
-    if args.length_penalty is not None:
-        options["length_penalty"] = args.length_penalty
+    for name in ("length_penalty", "max_length_a", "max_length_b", "max_output_length"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
     export_run(args.run_dir, args.path, model_file=args.model_file,
                dtype_policy=args.dtype_policy or None, **options)
     if keras.backend.backend() == "tensorflow":  # else the export process said it
@@ -331,6 +332,16 @@ def build_parser():
                         help="GNMT length penalty alpha (default: the run's)")
     export.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
                         help="beam search's stop rule in the graph (see translate --help)")
+    export.add_argument("--max-length-a", type=float, default=None,
+                        help="an output stops at A * source tokens (with </s>) + B tokens "
+                             "(default A = 1.5)")
+    export.add_argument("--max-length-b", type=float, default=None,
+                        help="see --max-length-a (default B = 10)")
+    export.add_argument("--max-output-length", type=int, default=None,
+                        help="the longest output the graph can produce, </s> included; "
+                             "longer limits are clipped to it (default 512; the graph holds "
+                             "one search per bucket of 16, 64, 256 steps and this bound, so a "
+                             "smaller one exports faster)")
     export.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="the Keras dtype policy the graph computes in (mixed_bfloat16: "
                              "weights stay float32, cast once per call; on AVX-512 BF16 CPUs "

@@ -264,9 +264,14 @@ def test_export_passes_the_model_file_search_options_and_dtype_policy(monkeypatc
                         lambda *args, **kwargs: calls.append((args, kwargs)))
     main(["export", "RUN", str(tmp_path / "out"), "--model-file", "averaged.keras",
           "--beam-size", "3", "--length-penalty", "0.6", "--dtype-policy", "mixed_bfloat16"])
+    main(["export", "RUN", str(tmp_path / "out"), "--max-length-a", "1.2", "--max-length-b",
+          "4", "--max-output-length", "64", "--stop-rule", "bound"])
     assert calls == [(("RUN", str(tmp_path / "out")),
                       {"model_file": "averaged.keras", "dtype_policy": "mixed_bfloat16",
-                       "beam_size": 3, "length_penalty": 0.6, "stop_rule": "current"})]
+                       "beam_size": 3, "length_penalty": 0.6, "stop_rule": "current"}),
+                     (("RUN", str(tmp_path / "out")),
+                      {"model_file": "best.keras", "dtype_policy": None, "stop_rule": "bound",
+                       "max_length_a": 1.2, "max_length_b": 4.0, "max_output_length": 64})]
 
 
 def test_stdin_with_invalid_utf8_names_its_line(monkeypatch):
