@@ -8,9 +8,7 @@ Train them on training-side text only.
 import base64
 
 import keras
-import keras_hub
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_rnmt.data.base_tokenizer import (
     SPECIAL_TOKENS,
@@ -87,6 +85,7 @@ class WordPieceTokenizer(Tokenizer):
         self.lowercase = lowercase
         self.split_punctuation = split_punctuation
         self.suffix_indicator = suffix_indicator
+        import keras_hub  # on use: importing it (and tensorflow_text) costs every process 0.8 s
         self._wordpiece = keras_hub.tokenizers.WordPieceTokenizer(
             vocabulary=None,
             lowercase=lowercase,
@@ -125,6 +124,7 @@ class WordPieceTokenizer(Tokenizer):
         texts = list(texts)
         data = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string, [len(texts)]))
         data = data.batch(1024).map(self._words)
+        import keras_hub
         vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
             data,
             vocabulary_size,
@@ -190,6 +190,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     def __init__(self, proto=None, **kwargs):
         super().__init__(**kwargs)
+        import keras_hub
         self._sentencepiece = keras_hub.tokenizers.SentencePieceTokenizer(
             proto=None, dtype="int32", name="sentencepiece"
         )
@@ -231,6 +232,7 @@ class SentencePieceTokenizer(Tokenizer):
         texts = list(texts)
         data = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string, [len(texts)]))
         try:
+            import keras_hub
             proto = keras_hub.tokenizers.compute_sentence_piece_proto(
                 data, vocabulary_size, model_type=model_type, lowercase=lowercase
             )
@@ -246,6 +248,7 @@ class SentencePieceTokenizer(Tokenizer):
         # `tf.function`), so the SentencePiece resource belongs to the traced graph. An
         # eagerly built one, like keras-hub's, is destroyed by
         # `keras.utils.clear_session()` under the TensorFlow backend.
+        import tensorflow_text as tf_text
         return tf_text.SentencepieceTokenizer(model=self.proto, out_type=tf.int32)
 
     def _encode(self, strings):

@@ -1,7 +1,6 @@
 """A self-attention encoder from keras-hub blocks, a drop-in for `RNNEncoder`."""
 
 import keras
-import keras_hub
 from keras import ops
 
 from keras_rnmt.models.rnn_encoder import encoder_output_spec
@@ -49,6 +48,7 @@ class SelfAttentionEncoder(keras.layers.Layer):
         self.embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
         )
+        import keras_hub  # on use: importing it (and tensorflow_text) costs every process 0.8 s
         self.positions = keras_hub.layers.SinePositionEncoding(
             dtype=self.dtype_policy, name="positions"
         )

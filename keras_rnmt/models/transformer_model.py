@@ -1,7 +1,6 @@
 """`TransformerTranslationModel`: the keras-hub Transformer comparison model."""
 
 import keras
-import keras_hub
 from keras import ops
 
 from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
@@ -67,6 +66,7 @@ class TransformerDecoderStack(keras.layers.Layer):
         self.embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
         )
+        import keras_hub  # on use: importing it (and tensorflow_text) costs every process 0.8 s
         self.positions = keras_hub.layers.SinePositionEncoding(
             dtype=self.dtype_policy, name="positions"
         )
