@@ -42,7 +42,8 @@ def run_script(name, *args, backend="tensorflow", data=True):
 
 def run_main(module, capsys, *args):
     """`module.main(args)` in this process (no interpreter start-up), for scripts that leave
-    no global state behind (tables, statistics, decode_choices); returns what it printed."""
+    no global state behind (tables, statistics, decode_choices, quality's scoring, gpu_check's
+    `prepare`); returns what it printed."""
     capsys.readouterr()
     module.main([str(arg) for arg in args])
     return capsys.readouterr().out
@@ -62,6 +63,7 @@ def figures(stdout):
     return json.loads(lines[-1][len("FIGURES "):])
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_backend(
@@ -89,6 +91,7 @@ def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_
     assert ours["jax"]["parameters"] < 20_000
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_recurrent_cost_compares_both_attentions_on_sb_and_on_fixed_lengths(tmp_path):
@@ -110,6 +113,7 @@ def test_recurrent_cost_compares_both_attentions_on_sb_and_on_fixed_lengths(tmp_
     assert fixed["padding_fraction"] == 0
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
@@ -119,7 +123,7 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     out = run_script("decode_throughput.py", "--no-joeynmt", "--run-dir", str(run_dir),
                      "--saved-model", str(saved), "--train-steps", "2", "--train-warmup", "1",
                      "--sentences", "40", "--backends", "tensorflow:xla", "jax", "torch",
-                     "--set", *TINY)
+                     "--max-output-length", "64", "--set", *TINY)
     result = figures(out)
     assert result["ours_training"]["steps"] == 2
     assert (run_dir / "best.keras").exists() and (saved / "saved_model.pb").exists()
@@ -158,6 +162,7 @@ def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
     assert "--no-joeynmt" in str(stop.value) + capsys.readouterr().err
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_validation(
@@ -166,10 +171,12 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     import quality
 
     work, records = tmp_path / "work", tmp_path / "runs"
-    run_script("quality.py", "--models", "bahdanau", "--seeds", "0", "--work", str(work),
-               "--records", str(records), "--set", *TINY, "epochs=2", "steps_per_epoch=15",
-               "learning_rate=0.01",
-               "validation_sentences=16", "keep_checkpoints=2", "heatmap_sentences=0")
+    # In this process (the training itself runs in quality.py's own subprocess).
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    run_main(quality, capsys, "--models", "bahdanau", "--seeds", "0", "--work", work,
+             "--records", records, "--set", *TINY, "epochs=2", "steps_per_epoch=15",
+             "learning_rate=0.01",
+             "validation_sentences=16", "keep_checkpoints=2", "heatmap_sentences=0")
     record = records / "bahdanau-seed0"
     assert sorted(os.listdir(record)) == sorted(
         ["config.json", "data_report.json", "log.csv", "results.json", "scores.json",
@@ -187,7 +194,6 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert "| bahdanau | 1 | 2 |" in table and f"{beam5['tokenised_bleu']:.2f}" in table
 
     choices = tmp_path / "choices.json"
-    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
     run_main(decode_choices, capsys, work / "bahdanau-seed0", "--average", "2", "--alphas",
              "1.0", "--json", choices)
     chosen = json.loads(choices.read_text())
@@ -228,6 +234,7 @@ def test_significance_reproduces_each_recorded_runs_bleu():
             assert float(cell.split("±")[0]) == pytest.approx(recorded, abs=0.01)
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_significance_pools_the_seed_pairs_of_all_tags(capsys, monkeypatch):
@@ -264,6 +271,7 @@ def test_sign_flip_test_is_exact_on_small_cases():
     assert significance.sign_flip_test([1.0, -1.0])[2] == 1.0
 
 
+@pytest.mark.heavy
 @pytest.mark.backends("tensorflow")
 def test_matmul_precision_measures_each_backend_in_both_precisions():
     out = run_script("matmul_precision.py", "--shapes", "8x16x32", data=False)
@@ -285,6 +293,7 @@ def test_beam_step_cost_chunked_top_k_matches_the_full_one():
     assert "(same scores: True)" in out
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("jax")
 def test_profile_step_attributes_thunk_time_to_model_parts():
@@ -327,13 +336,17 @@ def test_a_driver_killed_with_sigterm_takes_its_child_with_it(tmp_path):
     assert not os.path.exists(f"/proc/{child}")
 
 
+@pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
-def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(tmp_path):
+def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
+        tmp_path, capsys, monkeypatch):
+    import gpu_check
     import numpy as np
 
     path = str(tmp_path / "batches.npz")
-    run_script("gpu_check.py", "prepare", path, "--batches", "4", "--set", *TINY)
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    run_main(gpu_check, capsys, "prepare", path, "--batches", "4", "--set", *TINY)
     data = np.load(path)
     assert all(data[f"source_{i}"].shape[1] % 16 == 0 for i in range(4))
     assert data["test_source"].shape[0] == 1000
@@ -358,7 +371,5 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
     # The same models (the prepared config) under both backends.
     assert results["jax"] == results["torch"]
     # Without a GPU and without --allow-cpu the check refuses to report CPU figures.
-    import gpu_check
-
     with pytest.raises(SystemExit, match="no GPU visible"):
         gpu_check.main(["run", path])
