@@ -18,6 +18,7 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cross_backend
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
+@pytest.mark.heavy
 @pytest.mark.tensorflow_only
 def test_search_gives_the_same_translations_under_every_backend(trained_run, tmp_path):
     other = tiny_parts(attention="general", cell="gru", input_feeding="context")[0]

@@ -72,6 +72,7 @@ def float32_export(run_dir, tmp_path_factory):
     return str(folder / "saved_model"), json.loads((folder / "served.json").read_text())
 
 
+@pytest.mark.heavy
 def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, float32_export):
     model, source, target = trained
     path, served = float32_export
@@ -91,6 +92,7 @@ def test_exported_run_serves_translator_outputs_without_keras_rnmt(trained, floa
     assert "['translations'] tensor_info" in outputs and "['scores'] tensor_info" in outputs
 
 
+@pytest.mark.heavy
 def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(
         run_dir, float32_export, tmp_path):
     float32 = float32_export[1]

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.backends("jax", "torch")
 
 
 
+@pytest.mark.heavy
 def test_export_run_under_this_backend_serves_this_backends_translations(trained_run,
                                                                          tmp_path):
     inputs = [SOURCES[0], "", SOURCES[1], SOURCES[2]]

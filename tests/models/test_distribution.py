@@ -33,6 +33,7 @@ def test_none_trains_on_the_default_device():
         assert replicas.num_replicas == 1 and replicas.engine is None
 
 
+@pytest.mark.heavy
 def test_data_parallel_on_two_virtual_cpu_devices(tmp_path):
     if BACKEND == "torch":
         # Keras has no distribution engine for PyTorch: asking for one is a clear error.

@@ -23,6 +23,7 @@ def small_splits(monkeypatch):
         for name, (sources, targets) in load_splits(config).items()})
 
 
+@pytest.mark.heavy
 def test_plateau_decay_run_logs_its_learning_rate(tmp_path, small_splits):
     config = TrainConfig(
         dataset="toy", toy_examples=256, min_frequency=1,
@@ -67,6 +68,7 @@ def _toy_config(**overrides):
     return TrainConfig(**{**values, **overrides})
 
 
+@pytest.mark.heavy
 def test_init_from_starts_from_the_earlier_runs_best_weights_and_checks_vocabularies(
         tmp_path, small_splits, monkeypatch):
     import keras
@@ -101,6 +103,7 @@ def test_init_from_needs_a_trained_run(tmp_path, small_splits):
                                  str(tmp_path / "second"))
 
 
+@pytest.mark.heavy
 def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_splits, monkeypatch):
     """Kill a run at the start of its third epoch, start it again: it resumes from
     `backup/`, and the best model, its record, the logged rates and the kept epoch
@@ -182,6 +185,7 @@ def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_sp
     assert results["epochs_run"] == 1
 
 
+@pytest.mark.heavy
 def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipeline(
         tmp_path, small_splits, monkeypatch):
     import keras
