@@ -248,6 +248,16 @@ def _epoch_list(text):
         ) from None
 
 
+def _add_output_limit_options(parser):
+    """`--max-length-a/-b`, the per-sentence output limit `translate`, `evaluate` and
+    `export` share (as fairseq's `--max-len-a/b`)."""
+    parser.add_argument("--max-length-a", type=float, default=None,
+                        help="an output stops at A * source tokens (with </s>) + B tokens "
+                             "(default A = 1.5)")
+    parser.add_argument("--max-length-b", type=float, default=None,
+                        help="see --max-length-a (default B = 10)")
+
+
 def _add_search_options(parser):
     """The model file and search options `translate` and `evaluate` share."""
     parser.add_argument("--model-file", default="best.keras",
@@ -258,11 +268,7 @@ def _add_search_options(parser):
     parser.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
                         help="beam search stops a sentence when its best hypothesis has ended "
                              "(current) or when no continuation can beat it (bound, exact)")
-    parser.add_argument("--max-length-a", type=float, default=None,
-                        help="an output stops at A * source tokens (with </s>) + B tokens "
-                             "(default A = 1.5)")
-    parser.add_argument("--max-length-b", type=float, default=None,
-                        help="see --max-length-a (default B = 10)")
+    _add_output_limit_options(parser)
     parser.add_argument("--dtype-policy", default=None, choices=DTYPE_POLICIES,
                         help="compute the search in this Keras dtype policy (mixed_bfloat16: "
                              "faster on CPUs with AVX-512 BF16 under TensorFlow and PyTorch)")
@@ -332,11 +338,7 @@ def build_parser():
                         help="GNMT length penalty alpha (default: the run's)")
     export.add_argument("--stop-rule", choices=STOP_RULES_CHOICES, default="current",
                         help="beam search's stop rule in the graph (see translate --help)")
-    export.add_argument("--max-length-a", type=float, default=None,
-                        help="an output stops at A * source tokens (with </s>) + B tokens "
-                             "(default A = 1.5)")
-    export.add_argument("--max-length-b", type=float, default=None,
-                        help="see --max-length-a (default B = 10)")
+    _add_output_limit_options(export)
     export.add_argument("--max-output-length", type=int, default=None,
                         help="the longest output the graph can produce, </s> included; "
                              "longer limits are clipped to it (default 512; the graph holds "
