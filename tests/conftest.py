@@ -57,9 +57,10 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     # Tests marked `heavy` (20 s or more on a 2-core CPU) go first, the rest keep their order:
-    # pytest-xdist deals the first quarter of the tests to its workers in turn, so both start
-    # on the long ones and end on short ones together, instead of one worker idling while the
-    # other finishes a long test collected late. Every test still runs.
+    # the xdist workers start on the long ones, and with `--dist worksteal` (`make test`) a
+    # worker that runs out takes half of the other's queue, so only short tests are left to
+    # share at the end instead of one worker idling through a long test collected late.
+    # Every test still runs.
     items[:] = sorted(kept, key=lambda item: item.get_closest_marker("heavy") is None)
 
 
