@@ -154,6 +154,26 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
         bound["sentences_per_second"] / bound["bound_sentences_per_second"], abs=0.02)
 
 
+def test_decode_throughput_passes_its_output_bound_to_the_export(monkeypatch):
+    """`--max-output-length N` reaches `keras-rnmt export` (the test above exports with 64);
+    left at 0, the export keeps its own default."""
+    import decode_throughput
+
+    commands = []
+
+    def fake_run(command, **kwargs):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout='RESULT {"ok": 1}\n', stderr="")
+
+    monkeypatch.setattr(decode_throughput.subprocess, "run", fake_run)
+    assert decode_throughput.export_and_serve("RUN", "OUT", "current", max_output_length=64) \
+        == {"ok": 1}
+    assert commands[0][1:] == ["export", "RUN", "OUT", "--beam-size", "5", "--stop-rule",
+                               "current", "--max-output-length", "64"]
+    decode_throughput.export_and_serve("RUN", "OUT", "current")
+    assert "--max-output-length" not in commands[2]
+
+
 def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
     import decode_throughput
 
