@@ -8,7 +8,8 @@ BACKENDS ?= tensorflow jax torch
 # Two pytest-xdist workers: the suite is mostly small models, bound by Python overhead, so
 # two processes use a 2-core machine better than one (the TensorFlow pass: 585 s with one,
 # 262 s with two, both measured beside a training run; three were slower again: the PyTorch
-# pass 260 s against 226 s with two). PYTEST_WORKERS=0 runs in-process.
+# pass 260 s against 226 s with two, the TensorFlow pass 851 s against 765-790 s, its
+# processes then using 1.92 of the 2 cores). PYTEST_WORKERS=0 runs in-process.
 # `--dist worksteal`: a worker that runs out of tests takes half of the other's queue, and
 # the tests marked `heavy` are collected first (tests/conftest.py), so both workers end
 # together: the TensorFlow pass took 787 s instead of 849 s (2-core AMD EPYC; with the
@@ -44,6 +45,8 @@ JAX_CACHE_ENV = JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACH
 # slower, and compiling is what the suite spends its time on (the JAX pass: 662 -> 539 s,
 # 2-core AMD EPYC). The same HLO runs, without fast-math either way. Only the suite's
 # processes get the flag: training and benchmark runs keep XLA's default level.
+# Two other switches measured for the TensorFlow pass gave nothing (765-790 s without them):
+# oneDNN off (TF_ENABLE_ONEDNN_OPTS=0) 809 s, Grappler's graph optimisations off 824 s.
 XLA_TEST_FLAGS = --xla_backend_optimization_level=0
 
 test: install
