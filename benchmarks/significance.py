@@ -25,6 +25,7 @@ is flagged.
 
 import argparse
 import collections
+import functools
 import glob
 import itertools
 import json
@@ -81,20 +82,28 @@ def bleu_of(totals):
     return 100 * np.exp(log_precision + brevity)
 
 
+@functools.cache
+def run_statistics(path, reference):
+    """`sentence_statistics` of one hypotheses file, checked against sacreBLEU's corpus BLEU;
+    kept for the process (`--pool` tests each tag's runs again)."""
+    with open(reference, encoding="utf-8") as f:
+        references = f.read().splitlines()
+    with open(path, encoding="utf-8") as f:
+        hypotheses = f.read().splitlines()
+    stats = sentence_statistics(hypotheses, references)
+    expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score
+    assert abs(bleu_of(stats.sum(0)) - expected) < 1e-6, (path, expected)
+    stats.flags.writeable = False
+    return stats
+
+
 def pooled_bootstrap(reference, baselines, systems, samples, seed=12345):
     """Mean-over-seeds paired bootstrap: (baseline mean, system mean, difference, 95% CI of
     the difference, p-value as sacreBLEU's paired bootstrap computes it)."""
-    with open(reference, encoding="utf-8") as f:
-        references = f.read().splitlines()
-    stats = []
-    for path in baselines + systems:
-        with open(path, encoding="utf-8") as f:
-            hypotheses = f.read().splitlines()
-        stats.append(sentence_statistics(hypotheses, references))
-        expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score
-        assert abs(bleu_of(stats[-1].sum(0)) - expected) < 1e-6, (path, expected)
-    stats = np.stack(stats)  # runs x S x 10
-    index = np.random.default_rng(seed).integers(0, len(references), (samples, len(references)))
+    stats = np.stack([run_statistics(path, reference)
+                      for path in baselines + systems])  # runs x S x 10
+    size = stats.shape[1]
+    index = np.random.default_rng(seed).integers(0, size, (samples, size))
     resampled = bleu_of(np.stack([stats[:, rows].sum(1) for rows in index], 1))  # runs x N
     full = bleu_of(stats.sum(1))
     split = len(baselines)

@@ -93,13 +93,11 @@ def test_translate_writes_one_line_per_input_line(run_dir, tmp_path):
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     output = tmp_path / "out.txt"
     alignments = tmp_path / "align.txt"
-    env = {**os.environ, "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
     # The untrained model never ends a sentence: each output runs to its limit, here
     # ceil(0.1 * (words + 1) + 5) tokens (36 for the 300 words; 460 at the defaults).
-    subprocess.run([sys.executable, "-m", "keras_rnmt.cli", "translate", str(run_dir), "-i",
-                    str(source), "-o", str(output), "--beam-size", "2", "--alignments",
-                    str(alignments), "--max-length-a", "0.1", "--max-length-b", "5"],
-                   check=True, env=env, capture_output=True)
+    # In this process; the stdin/stdout test below runs the command in its own.
+    main(["translate", str(run_dir), "-i", str(source), "-o", str(output), "--beam-size", "2",
+          "--alignments", str(alignments), "--max-length-a", "0.1", "--max-length-b", "5"])
     written = output.read_text(encoding="utf-8").split("\n")
     assert written[-1] == "" and len(written) - 1 == len(lines)
     assert written[1] == "" and written[4] == ""
@@ -137,14 +135,13 @@ def test_translate_stdin_to_stdout_gives_only_the_translations(run_dir):
     assert b"translated 3/3 lines" in result.stderr
 
 
-def test_translate_reports_invalid_utf8_with_file_and_line(run_dir, tmp_path):
+def test_translate_reports_invalid_utf8_with_file_and_line(run_dir, tmp_path, capsys):
     source = tmp_path / "bad.txt"
     source.write_bytes(b"fine\n\xff\xfe broken\n")
-    env = {**os.environ, "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
-    result = subprocess.run([sys.executable, "-m", "keras_rnmt.cli", "translate", str(run_dir),
-                             "-i", str(source)], env=env, capture_output=True, text=True)
-    assert result.returncode != 0
-    assert f"{source}:2" in result.stderr
+    with pytest.raises(SystemExit) as stop:
+        main(["translate", str(run_dir), "-i", str(source)])
+    assert stop.value.code != 0
+    assert f"{source}:2" in capsys.readouterr().err
 
 
 class _Spy:
