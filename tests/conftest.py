@@ -26,7 +26,9 @@ if BACKEND == "torch" and _WORKERS > 1:
 # The same for TensorFlow's two pools (threads within an op, ops side by side), which it sizes
 # when its runtime starts; tf.data runs in every pass, and the tests' subprocesses inherit
 # them. With 2 workers on 2 cores: tests/models, tests/search, tests/training and
-# tests/test_translator.py under TensorFlow took 370 s against 400 s with a pool per core.
+# tests/test_translator.py under TensorFlow took 370 s against 400 s with a pool per core;
+# the whole TensorFlow pass of `bash .ci/run`, 810 s against 831 s an hour before (one run
+# each, inside the host's variation).
 if _WORKERS > 1:
     _THREADS = str(max(1, (os.cpu_count() or 1) // _WORKERS))
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _THREADS)
