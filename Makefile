@@ -21,10 +21,9 @@ PYTEST_ARGS ?=
 
 # pip would compile every installed module to bytecode, 58 s of the install's 117 s (2-core
 # AMD EPYC; 68-70 s without, in fresh clones); instead Python writes the bytecode of what is
-# imported, on first use. Where the
-# environment sets PYTHONDONTWRITEBYTECODE (this machine does), nothing would be written and
-# every process would compile its imports again (the stack: 24.9 s against 9.6 s), so make's
-# recipes clear it.
+# imported, on first use. Where the environment sets PYTHONDONTWRITEBYTECODE (this machine
+# does), nothing would be written and every process would compile its imports again (the
+# stack: 24.9 s against 9.6 s), so make's recipes clear it.
 export PYTHONDONTWRITEBYTECODE :=
 
 install: $(VENV)/.installed
