@@ -2,7 +2,7 @@
 
 Everything a run produces lands in `run_dir`: `config.json`, the two tokenizers, the data
 filtering report, `log.csv`, TensorBoard logs, `backup/` (resume after a kill), the best
-model `best.keras` and `results.json`.
+model `best.keras`, `trained.json` (training has ended) and `results.json`.
 """
 
 import json
@@ -69,6 +69,12 @@ def prepare_data(config, run_dir=None):
     return splits, source_tokenizer, target_tokenizer
 
 
+def references_tokenized(config):
+    """Whether the references are already tokenised (the toy pair, Multi30k's `tok` files):
+    BLEU then scores them as they are."""
+    return config.dataset == "toy" or config.variant == "tok"
+
+
 def initialize_from_run(model, init_dir, source_tokenizer, target_tokenizer):
     """Load the weights of `init_dir/best.keras` into `model` (continued training).
 
@@ -98,6 +104,11 @@ def initialize_from_run(model, init_dir, source_tokenizer, target_tokenizer):
 def train_and_evaluate(config, run_dir):
     """Train the model `config` describes and evaluate it on the test split.
 
+    A run killed during training resumes from `backup/`. Once training has ended, Keras
+    deletes `backup/` and `trained.json` records the training; a run killed after that
+    (during its test decoding) is started again without training: its `best.keras` is
+    tested.
+
     Args:
         config: a `TrainConfig`.
         run_dir: the run directory (created; an existing one resumes from its backup).
@@ -105,8 +116,6 @@ def train_and_evaluate(config, run_dir):
     Returns:
         dict of results (test BLEU, chrF, signatures, training time, steps).
     """
-    from keras_rnmt.data import make_dataset
-
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         f.write(config.to_json())
@@ -115,6 +124,49 @@ def train_and_evaluate(config, run_dir):
     warn_if_emulated(config.dtype_policy)
 
     splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
+    trained_path = os.path.join(run_dir, "trained.json")
+    if os.path.exists(trained_path):
+        with open(trained_path) as f:
+            trained = json.load(f)
+        print(f"training already ended ({trained_path}): testing best.keras")
+    else:
+        trained = fit(config, run_dir, splits, source_tokenizer, target_tokenizer)
+        with open(trained_path, "w") as f:
+            json.dump(trained, f, indent=2)
+
+    best = keras.saving.load_model(os.path.join(run_dir, "best.keras"))
+    translator = Translator(best, source_tokenizer, target_tokenizer,
+                            beam_size=config.beam_size, length_penalty=config.length_penalty)
+    test_sources, test_targets = splits["test"]
+    hypotheses = translator(test_sources)
+    scores = corpus_scores(hypotheses, test_targets, tokenized=references_tokenized(config))
+    print(f"test BLEU (beam {config.beam_size}): {scores}")
+    results = {
+        "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
+        "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
+        "beam_size": config.beam_size, "training_seconds": trained["training_seconds"],
+        "epochs_run": trained["epochs_run"],
+        "epochs_this_process": trained["epochs_this_process"],
+        "training_seconds_this_process": trained["training_seconds_this_process"],
+        "backend": keras.backend.backend(), "parameters": best.count_params(),
+        "replicas": trained["replicas"],
+    }
+    with open(os.path.join(run_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(run_dir, "test_hypotheses.txt"), "w", encoding="utf-8") as f:
+        f.writelines(h + "\n" for h in hypotheses)
+    return results
+
+
+def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
+    """`model.fit` with the run's callbacks, resuming from `run_dir/backup/` when present.
+
+    Returns:
+        dict: `epochs_run` and `training_seconds` (every epoch of the run, before a restart
+        too), `epochs_this_process`, `training_seconds_this_process` and `replicas`.
+    """
+    from keras_rnmt.data import make_dataset
+
     # Data-parallel training splits every batch evenly over the devices: drop each length
     # bucket's last, incomplete batch (validation loss too; validation BLEU sees every
     # sentence).
@@ -133,7 +185,7 @@ def train_and_evaluate(config, run_dir):
     if config.validation_sentences:
         val_sources = val_sources[:config.validation_sentences]
         val_targets = val_targets[:config.validation_sentences]
-    tokenized = config.dataset == "toy" or config.variant == "tok"
+    tokenized = references_tokenized(config)
     callbacks = []
     if config.validation_bleu:
         callbacks.append(BleuCallback(
@@ -186,27 +238,11 @@ def train_and_evaluate(config, run_dir):
     training_seconds = logged_training_seconds(run_dir)
     if training_seconds is None:
         training_seconds = process_seconds
-
-    best = keras.saving.load_model(best_path)
-    translator = Translator(best, source_tokenizer, target_tokenizer,
-                            beam_size=config.beam_size, length_penalty=config.length_penalty)
-    test_sources, test_targets = splits["test"]
-    hypotheses = translator(test_sources)
-    scores = corpus_scores(hypotheses, test_targets, tokenized=tokenized)
-    print(f"test BLEU (beam {config.beam_size}): {scores}")
-    results = {
-        "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
-        "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
-        "beam_size": config.beam_size, "training_seconds": round(training_seconds, 1),
+    return {
+        "training_seconds": round(training_seconds, 1),
         "epochs_run": history.epoch[-1] + 1 if history.epoch else logged_epochs(run_dir),
         "epochs_this_process": len(history.epoch),
         "training_seconds_this_process": round(process_seconds, 1),
-        "backend": keras.backend.backend(), "parameters": best.count_params(),
         "replicas": replicas.num_replicas,
     }
-    with open(os.path.join(run_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    with open(os.path.join(run_dir, "test_hypotheses.txt"), "w", encoding="utf-8") as f:
-        f.writelines(h + "\n" for h in hypotheses)
-    return results
 

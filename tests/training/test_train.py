@@ -169,6 +169,39 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     assert results["training_seconds"] == pytest.approx(logged, abs=0.1) and logged > 0
 
 
+def test_a_run_killed_during_its_test_decoding_is_tested_not_trained_again(
+        tmp_path, small_splits, monkeypatch):
+    """Killed after training ended (Keras has deleted `backup/`), before `results.json`:
+    started again, it trains nothing, logs no epoch twice and tests the same `best.keras`."""
+
+    class Killed(Exception):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    config = _toy_config(epochs=2)
+    corpus_scores = train.corpus_scores
+    monkeypatch.setattr(train, "corpus_scores", killed)
+    with pytest.raises(Killed):
+        train.train_and_evaluate(config, str(tmp_path))
+    assert not (tmp_path / "backup").exists() and not (tmp_path / "results.json").exists()
+    log = (tmp_path / "log.csv").read_text()
+    best = (tmp_path / "best.keras").read_bytes()
+    with open(tmp_path / "trained.json") as f:
+        trained = json.load(f)
+    assert (trained["epochs_run"], trained["epochs_this_process"]) == (2, 2)
+
+    monkeypatch.setattr(train, "corpus_scores", corpus_scores)
+    monkeypatch.setattr(train, "fit", killed)  # training again would raise
+    results = train.train_and_evaluate(config, str(tmp_path))
+    assert (tmp_path / "log.csv").read_text() == log
+    assert (tmp_path / "best.keras").read_bytes() == best
+    assert {key: results[key] for key in trained} == trained
+    assert 0 <= results["test_bleu"] <= 100
+    assert len((tmp_path / "test_hypotheses.txt").read_text().splitlines()) == 32
+
+
 
 def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_splits,
                                                              monkeypatch):
