@@ -144,12 +144,8 @@ def train_and_evaluate(config, run_dir):
     results = {
         "test_bleu": scores.bleu, "bleu_signature": scores.bleu_signature,
         "test_chrf": scores.chrf, "chrf_signature": scores.chrf_signature,
-        "beam_size": config.beam_size, "training_seconds": trained["training_seconds"],
-        "epochs_run": trained["epochs_run"],
-        "epochs_this_process": trained["epochs_this_process"],
-        "training_seconds_this_process": trained["training_seconds_this_process"],
+        "beam_size": config.beam_size, **trained,
         "backend": keras.backend.backend(), "parameters": best.count_params(),
-        "replicas": trained["replicas"],
     }
     with open(os.path.join(run_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
