@@ -202,7 +202,6 @@ def test_a_run_killed_during_its_test_decoding_is_tested_not_trained_again(
     assert len((tmp_path / "test_hypotheses.txt").read_text().splitlines()) == 32
 
 
-
 def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_splits,
                                                              monkeypatch):
     from keras_rnmt import precision
