@@ -129,7 +129,7 @@ def main(argv=None):
     if not args.no_joeynmt:
         from joeynmt_peer import decode_test, mean_output_tokens, train_one_epoch
 
-        train_one_epoch(reuse=not args.retrain)
+        trained = train_one_epoch(reuse=not args.retrain)
         run = decode_test()  # timed now, beside ours, not taken from the training run
         rate = 1000 / run["test_decode_seconds"]
         length = mean_output_tokens()
@@ -137,7 +137,8 @@ def main(argv=None):
                               "output_tokens_per_second": round(rate * length, 1),
                               "mean_output_tokens": round(length, 2),
                               "seconds": run["test_decode_seconds"],
-                              "tokenised_bleu": run.get("test_bleu"), "log": run["log"]}
+                              "tokenised_bleu": run.get("test_bleu"), "log": run["log"],
+                              "trained_at_learning_rates": trained["learning_rates"]}
         print(f"JoeyNMT 2.3.0: {rate:.1f} sentences/s ({run['test_decode_seconds']:.1f} s; "
               f"BLEU {run.get('test_bleu')}, {length:.1f} tokens/output)", flush=True)
         # Under-trained models differ in output length, and beam search runs until the

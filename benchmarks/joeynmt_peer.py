@@ -6,9 +6,10 @@
     run["test_decode_seconds"]   # its closing beam-5 decode of test2016
     decode_test()["test_decode_seconds"]   # that checkpoint decoding test2016 again, now
 
-The config is `../shared/peer/joeynmt_sb.yaml` as given (460 updates of 64 sentences,
-about one epoch; beam 5, batch 64 at test time); only DATA_DIR and MODEL_DIR are filled in,
-and on a GPU (`cuda=True`, `gpu_joeynmt.py`) its `use_cuda` and `fp16` switches.
+The config is `../shared/peer/joeynmt_sb.yaml` (460 updates of 64 sentences, about one
+epoch; beam 5, batch 64 at test time) with DATA_DIR and MODEL_DIR filled in, on a GPU
+(`cuda=True`, `gpu_joeynmt.py`) its `use_cuda` and `fp16` switches, and one correction so
+that JoeyNMT trains at SB's learning rate (`constant_learning_rate`).
 JoeyNMT ends training by decoding the validation and test sets with the best checkpoint,
 so one run yields both the training throughput and the decoding throughput after one epoch.
 """
@@ -49,9 +50,46 @@ def ensure_venv():
     return PYTHON
 
 
+DECREASE_FACTOR = re.compile(r"^(\s*decrease_factor:)\s*\S+\s*$", re.MULTILINE)
+
+
+def constant_learning_rate(text, path):
+    """The config `text` with the exponential scheduler's `decrease_factor` set to 1.0.
+
+    JoeyNMT 2.3.0 steps an epoch-level scheduler at the *start* of every epoch, epoch 1
+    included (`training.py`: `scheduler.step(epoch=epoch_no)` before the epoch's first
+    update), so with the given `decrease_factor: 0.5` its one SB epoch ran at half of
+    `learning_rate` (its log: `Lr: 0.000500`), not at SB's Adam 1e-3. A factor of 1.0 keeps
+    the rate the config names for the whole run. Training speed does not depend on the
+    rate; the one-epoch checkpoint that the decoding benchmark times does.
+    """
+    if 'scheduling: "exponential"' not in text or len(DECREASE_FACTOR.findall(text)) != 1:
+        raise SystemExit(f"{path}: expected scheduling \"exponential\" with one "
+                         "decrease_factor line")
+    return DECREASE_FACTOR.sub(r"\1 1.0", text)
+
+
+def configured_learning_rate(text):
+    """The `learning_rate:` of a JoeyNMT config's text."""
+    return float(re.search(r"^\s*learning_rate:\s*(\S+)\s*$", text, re.MULTILINE).group(1))
+
+
+def config_text(work=WORK, cuda=False, fp16=False):
+    """The config JoeyNMT runs in `work` (see the module docstring)."""
+    with open(peer_config_path()) as f:
+        text = f.read()
+    text = text.replace("DATA_DIR", os.path.join(work, "data"))
+    text = text.replace("MODEL_DIR", os.path.join(work, "model"))
+    for switch, value in (("use_cuda", cuda), ("fp16", fp16)):
+        if f"{switch}: False" not in text:
+            raise SystemExit(f"{peer_config_path()} has no '{switch}: False' to set")
+        text = text.replace(f"{switch}: False", f"{switch}: {value}")
+    return constant_learning_rate(text, peer_config_path())
+
+
 def prepare(work=WORK, cuda=False, fp16=False):
-    """Copy the lc.norm.tok files under JoeyNMT's names and write the filled-in config
-    (on CUDA with `cuda`; float16 autocast and loss scaling with `fp16`)."""
+    """Copy the lc.norm.tok files under JoeyNMT's names and write the config
+    (`config_text`: on CUDA with `cuda`; float16 autocast and loss scaling with `fp16`)."""
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     source = data_dir()
@@ -59,20 +97,14 @@ def prepare(work=WORK, cuda=False, fp16=False):
         for lang in ("en", "de"):
             shutil.copyfile(os.path.join(source, f"{split}.lc.norm.tok.{lang}"),
                             os.path.join(data, f"{name}.{lang}"))
-    with open(peer_config_path()) as f:
-        text = f.read()
-    text = text.replace("DATA_DIR", data).replace("MODEL_DIR", os.path.join(work, "model"))
-    for switch, value in (("use_cuda", cuda), ("fp16", fp16)):
-        if f"{switch}: False" not in text:
-            raise SystemExit(f"{peer_config_path()} has no '{switch}: False' to set")
-        text = text.replace(f"{switch}: False", f"{switch}: {value}")
     config = os.path.join(work, "sb.yaml")
     with open(config, "w") as f:
-        f.write(text)
+        f.write(config_text(work, cuda, fp16))
     return config
 
 
 TOKENS = re.compile(r"Step:\s+(\d+),.*Tokens per Sec:\s+([\d.]+)")
+LEARNING_RATE = re.compile(r"Step:\s+\d+,.*Lr:\s+([\d.e-]+)")
 PARAMS = re.compile(r"Total params:\s*([\d,]+)")
 DECODING = re.compile(r"on (\w+) set\.\.\.")
 GENERATION = re.compile(r"Generation took ([\d.]+)\[sec\]")
@@ -81,7 +113,8 @@ BLEU = re.compile(r"Evaluation result \(beam search\):?\s*bleu:\s+([\d.]+)")
 
 def parse_log(text):
     """Figures from a JoeyNMT train log (see `train_one_epoch`)."""
-    result = {"train_windows": [(int(s), float(t)) for s, t in TOKENS.findall(text)]}
+    result = {"train_windows": [(int(s), float(t)) for s, t in TOKENS.findall(text)],
+              "learning_rates": sorted({float(r) for r in LEARNING_RATE.findall(text)})}
     match = PARAMS.search(text)
     if match:
         result["parameters"] = int(match.group(1).replace(",", ""))
@@ -106,16 +139,27 @@ def mean_output_tokens(work=WORK, split="test"):
     return sum(len(line.split()) for line in lines) / len(lines)
 
 
+def same_config(work, cuda, fp16):
+    """Whether `work` holds a run of the config `prepare` would write now."""
+    path = os.path.join(work, "sb.yaml")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        return f.read() == config_text(work, cuda, fp16)
+
+
 def train_one_epoch(work=WORK, reuse=True, python=None, cuda=False, fp16=False):
     """Train JoeyNMT on SB (460 updates), then let it decode val and test2016 (beam 5).
 
     Returns the parsed figures (see `parse_log`) plus `wall_seconds` and `log`. With
-    `reuse`, a finished earlier run in `work` is parsed instead of trained again. `python`:
-    an interpreter that imports joeynmt (default: benchmarks/.joeynmt-venv, made if
-    missing); `cuda`, `fp16`: see `prepare` (otherwise the GPU is hidden from JoeyNMT).
+    `reuse`, a finished earlier run in `work` of the config `prepare` writes now is parsed
+    instead of trained again. `python`: an interpreter that imports joeynmt (default:
+    benchmarks/.joeynmt-venv, made if missing); `cuda`, `fp16`: see `prepare` (otherwise
+    the GPU is hidden from JoeyNMT). Stops if the log shows a learning rate other than
+    the config's.
     """
     log_path = os.path.join(work, "train.log")
-    if reuse and os.path.exists(log_path):
+    if reuse and os.path.exists(log_path) and same_config(work, cuda, fp16):
         with open(log_path) as f:
             text = f.read()
         if "test_decode_seconds" in parse_log(text):
@@ -137,6 +181,10 @@ def train_one_epoch(work=WORK, reuse=True, python=None, cuda=False, fp16=False):
         raise SystemExit(f"JoeyNMT failed (exit {process.returncode}); see {log_path}:\n"
                          + text[-3000:])
     result = parse_log(text)
+    expected = configured_learning_rate(config_text(work, cuda, fp16))
+    if result["learning_rates"] != [expected]:
+        raise SystemExit(f"JoeyNMT trained at learning rates {result['learning_rates']}, "
+                         f"not the config's {expected}; see {log_path}")
     result.update(log=log_path, wall_seconds=round(wall, 1), reused=False)
     return result
 

@@ -79,6 +79,7 @@ def main(argv=None):
         rate, windows = joeynmt_rate(run)
         figures["joeynmt"] = {"target_tokens_per_second": round(rate, 1), "windows": windows,
                               "parameters": run.get("parameters"), "log": run["log"],
+                              "learning_rates": run["learning_rates"],
                               "reused_earlier_run": run["reused"]}
         print(f"JoeyNMT 2.3.0: {rate:.0f} target tok/s (mean of {windows} 50-step windows; "
               f"{run.get('parameters', 0):,} parameters; log {run['log']})", flush=True)

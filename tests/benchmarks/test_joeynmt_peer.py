@@ -40,6 +40,7 @@ def test_parse_log_reads_windows_parameters_and_the_closing_decodes():
     result = joeynmt_peer.parse_log(LOG)
     assert result == {
         "train_windows": [(50, 836.0), (100, 851.0), (150, 868.0)],
+        "learning_rates": [0.0005],
         "parameters": 12_542_208,
         "dev_decode_seconds": 20.5776, "dev_bleu": 5.64,
         "test_decode_seconds": 20.5691, "test_bleu": 5.66,
@@ -60,7 +61,8 @@ def test_an_unfinished_log_has_no_test_decode():
 @pytest.mark.multi30k
 @pytest.mark.parametrize("cuda, fp16", [(False, False), (True, False), (True, True)])
 def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypatch, cuda, fp16):
-    """The peer config as given, with only its folders and (on a GPU) device switches set."""
+    """The peer config as given, with its folders, (on a GPU) device switches and a
+    constant learning rate set."""
     monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
     with open(joeynmt_peer.peer_config_path()) as f:
         given = f.read()
@@ -68,11 +70,55 @@ def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypa
         written = f.read()
     data, model = os.path.join(tmp_path, "data"), os.path.join(tmp_path, "model")
     expected = (given.replace("DATA_DIR", data).replace("MODEL_DIR", model)
-                .replace("use_cuda: False", f"use_cuda: {cuda}").replace("fp16: False", f"fp16: {fp16}"))
+                .replace("use_cuda: False", f"use_cuda: {cuda}").replace("fp16: False", f"fp16: {fp16}")
+                .replace("decrease_factor: 0.5", "decrease_factor: 1.0"))
     assert written == expected
     assert f"use_cuda: {cuda}" in written and f"fp16: {fp16}" in written
     with open(os.path.join(data, "train.de"), encoding="utf-8") as f:
         assert len(f.read().splitlines()) == 29_000
+
+
+GIVEN = """training:
+    optimizer: "adam"
+    learning_rate: 0.001
+    scheduling: "exponential"
+    learning_rate_min: 0.00001
+
+    decrease_factor: 0.5
+    epochs: 1
+"""
+
+
+def test_the_epoch_scheduler_keeps_the_configured_learning_rate():
+    """JoeyNMT steps its epoch scheduler before epoch 1: a factor of 0.5 would halve SB's
+    Adam 1e-3 for the whole one-epoch run (`Lr: 0.000500` in LOG above)."""
+    written = joeynmt_peer.constant_learning_rate(GIVEN, "peer.yaml")
+    assert written == GIVEN.replace("decrease_factor: 0.5", "decrease_factor: 1.0")
+    assert joeynmt_peer.configured_learning_rate(written) == 0.001
+
+
+@pytest.mark.parametrize("text", [GIVEN.replace('"exponential"', '"plateau"'),
+                                  GIVEN.replace("    decrease_factor: 0.5\n", ""),
+                                  GIVEN + "    decrease_factor: 0.7\n"])
+def test_an_unexpected_scheduler_is_refused_with_the_file_named(text):
+    with pytest.raises(SystemExit, match="peer.yaml: expected scheduling"):
+        joeynmt_peer.constant_learning_rate(text, "peer.yaml")
+
+
+@pytest.mark.multi30k
+def test_a_run_of_another_config_is_not_reused(tmp_path, monkeypatch):
+    """`train_one_epoch(reuse=True)` parses an earlier run only if it ran today's config."""
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    work = str(tmp_path)
+    assert not joeynmt_peer.same_config(work, False, False)
+    config = joeynmt_peer.prepare(work)
+    assert joeynmt_peer.same_config(work, False, False)
+    assert not joeynmt_peer.same_config(work, True, False)
+    with open(config) as f:
+        text = f.read()
+    with open(config, "w") as f:
+        f.write(text.replace("decrease_factor: 1.0", "decrease_factor: 0.5"))
+    assert not joeynmt_peer.same_config(work, False, False)
 
 
 def test_gpu_joeynmt_reports_the_peers_gpu_figures(monkeypatch, tmp_path):
