@@ -45,6 +45,7 @@ def make_dataset(
     seed=0,
     repeat=False,
     drop_remainder=False,
+    batch_multiple=1,
     pad_to_bucket=False,
 ):
     """Build the training `tf.data.Dataset` of padded, length-bucketed batches.
@@ -78,6 +79,12 @@ def make_dataset(
             `False`.
         drop_remainder: bool. Drop each bucket's last, incomplete batch. Defaults to
             `False`.
+        batch_multiple: int. Make every batch's sentence count a multiple of this (what
+            data-parallel training needs to split a batch evenly over that many devices):
+            a bucket's last, incomplete batch is filled up with copies of its first
+            sentences whose targets (`target_in` and `target_out`) are all `<pad>`. The
+            loss and accuracy ignore `<pad>` targets, so the copies add nothing to them and
+            no sentence is dropped. Defaults to 1 (batches as they come).
         pad_to_bucket: bool. Group by the longer side's bucket and pad source and target
             to that bucket's upper bound, so every batch has one of a few static shapes
             (what compiled JAX/XLA training wants). Defaults to `False`.
@@ -100,6 +107,7 @@ def make_dataset(
         )
     _check_positive_int(batch_size, "batch_size")
     _check_positive_int(bucket_width, "bucket_width")
+    _check_positive_int(batch_multiple, "batch_multiple")
     if max_length is not None:
         _check_positive_int(max_length, "max_length")
     if len(sources) != len(targets):
@@ -187,8 +195,24 @@ def make_dataset(
     dataset = dataset.group_by_window(
         key_func=key_func, reduce_func=reduce_func, window_size_func=window_size_func
     )
+    if batch_multiple > 1:
+        dataset = dataset.map(lambda *batch: _fill_up(batch, batch_multiple))
     dataset = dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _fill_up(batch, multiple):
+    """`(source, target_in, target_out)` with rows appended up to a multiple of `multiple`:
+    copies of the first sources with all-`<pad>` targets (`make_dataset`'s `batch_multiple`)."""
+    source, target_in, target_out = batch
+    size = tf.shape(source)[0]
+    copies = tf.range(tf.math.floormod(-size, multiple)) % size
+    source = tf.concat([source, tf.gather(source, copies)], axis=0)
+    target_in, target_out = (
+        tf.concat([target, tf.zeros_like(tf.gather(target, copies))], axis=0)
+        for target in (target_in, target_out)
+    )
+    return source, target_in, target_out
 
 
 def _add_special_tokens(source, target):

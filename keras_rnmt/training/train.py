@@ -163,19 +163,6 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
     """
     from keras_rnmt.data import make_dataset
 
-    # Data-parallel training splits every batch evenly over the devices: drop each length
-    # bucket's last, incomplete batch (validation loss too; validation BLEU sees every
-    # sentence).
-    parallel = config.distribute != "none"
-    train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
-                         batch_size=config.batch_size, batch_by=config.batch_by,
-                         bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
-                         pad_to_bucket=True, drop_remainder=parallel,
-                         repeat=bool(config.steps_per_epoch))
-    valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
-                         batch_size=config.batch_size, shuffle=False, pad_to_bucket=True,
-                         bucket_width=config.bucket_width, drop_remainder=parallel)
-
     best_path = os.path.join(run_dir, "best.keras")
     val_sources, val_targets = splits["val"]
     if config.validation_sentences:
@@ -211,6 +198,18 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
                                         target_vocab_size=target_tokenizer.vocabulary_size())
     # The model's variables must be created under the distribution (replicated per device).
     with distribution_scope(config.distribute, batch_size=config.batch_size) as replicas:
+        # Data-parallel training splits every batch evenly over the devices: each length
+        # bucket's last, incomplete batch is filled up with all-<pad>-target copies, which
+        # add nothing to the loss (nothing is dropped).
+        train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
+                             batch_size=config.batch_size, batch_by=config.batch_by,
+                             bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
+                             pad_to_bucket=True, batch_multiple=replicas.num_replicas,
+                             repeat=bool(config.steps_per_epoch))
+        valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
+                             batch_size=config.batch_size, shuffle=False, pad_to_bucket=True,
+                             bucket_width=config.bucket_width,
+                             batch_multiple=replicas.num_replicas)
         model = build_model(model_config)
         if config.uniform_init:
             uniform_initialize(model, config.uniform_init, seed=config.seed)

@@ -79,6 +79,34 @@ def test_drop_remainder_gives_full_batches():
     assert sizes == {16}
 
 
+@pytest.mark.parametrize("pad_to_bucket", [False, True])
+def test_batch_multiple_fills_up_batches_and_drops_nothing(pad_to_bucket):
+    """The same batches as without `batch_multiple`, each followed by filler rows up to a
+    multiple of 4: copies of its first sources with all-<pad> targets."""
+    def make(**kwargs):
+        return batches(make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=16,
+                                    bucket_width=3, pad_to_bucket=pad_to_bucket, **kwargs))
+
+    plain, filled = make(), make(batch_multiple=4)
+    assert len(filled) == len(plain)
+    fillers = 0
+    for original, batch in zip(plain, filled):
+        size = original[0].shape[0]
+        assert batch[0].shape[0] % 4 == 0 and size <= batch[0].shape[0] < size + 4
+        for part, filled_part in zip(original, batch):
+            np.testing.assert_array_equal(filled_part[:size], part)
+        extra = batch[0].shape[0] - size
+        fillers += extra
+        np.testing.assert_array_equal(batch[0][size:], original[0][np.arange(extra) % size])
+        assert not batch[1][size:].any() and not batch[2][size:].any()
+    assert fillers > 0
+
+
+def test_batch_multiple_must_be_a_positive_int():
+    with pytest.raises(ValueError, match="`batch_multiple` must be a positive integer"):
+        make_dataset(SOURCES, TARGETS, *tokenizers(), batch_multiple=0)
+
+
 def test_seed_reproducibility_and_reshuffling():
     source_tokenizer, target_tokenizer = tokenizers()
 
