@@ -206,13 +206,11 @@ def _fill_up(batch, multiple):
     copies of the first sources with all-`<pad>` targets (`make_dataset`'s `batch_multiple`)."""
     source, target_in, target_out = batch
     size = tf.shape(source)[0]
-    copies = tf.range(tf.math.floormod(-size, multiple)) % size
-    source = tf.concat([source, tf.gather(source, copies)], axis=0)
-    target_in, target_out = (
-        tf.concat([target, tf.zeros_like(tf.gather(target, copies))], axis=0)
-        for target in (target_in, target_out)
-    )
-    return source, target_in, target_out
+    missing = tf.math.floormod(-size, multiple)
+    source = tf.concat([source, tf.gather(source, tf.range(missing) % size)], axis=0)
+    rows = [[0, missing], [0, 0]]
+    return (source, tf.pad(target_in, rows, constant_values=PAD_ID),
+            tf.pad(target_out, rows, constant_values=PAD_ID))
 
 
 def _add_special_tokens(source, target):
