@@ -84,7 +84,10 @@ def make_dataset(
             a bucket's last, incomplete batch is filled up with copies of its first
             sentences whose targets (`target_in` and `target_out`) are all `<pad>`. The
             loss and accuracy ignore `<pad>` targets, so the copies add nothing to them and
-            no sentence is dropped. Defaults to 1 (batches as they come).
+            no sentence is dropped. With `batch_by="tokens"`, each bucket's sentence count
+            is rounded down to a multiple of this (at least `batch_multiple` sentences), so
+            filled-up batches keep the token budget too, unless the budget holds fewer than
+            `batch_multiple` sentences of that length. Defaults to 1 (batches as they come).
         pad_to_bucket: bool. Group by the longer side's bucket and pad source and target
             to that bucket's upper bound, so every batch has one of a few static shapes
             (what compiled JAX/XLA training wants). Defaults to `False`.
@@ -153,6 +156,12 @@ def make_dataset(
         # Lengths 1..w go to bucket 0, w+1..2w to bucket 1, ...
         return (length - 1) // bucket_width
 
+    def sentences_within_budget(longest):
+        # Token batches: as many sentences of length `longest` as the budget holds, rounded
+        # down to a multiple of `batch_multiple` (at least one multiple).
+        multiple = tf.constant(batch_multiple, tf.int64)
+        return tf.maximum(multiple, batch_size // longest // multiple * multiple)
+
     if pad_to_bucket:
         # One static shape per bucket: compiled backends (JAX, XLA) compile once per bucket
         # instead of once per (source, target) length pair.
@@ -162,7 +171,7 @@ def make_dataset(
         def window_size_func(key):
             if batch_by == "sentences":
                 return tf.constant(batch_size, tf.int64)
-            return tf.maximum(tf.constant(1, tf.int64), batch_size // ((key + 1) * bucket_width))
+            return sentences_within_budget((key + 1) * bucket_width)
 
     elif batch_by == "sentences":
 
@@ -180,8 +189,8 @@ def make_dataset(
             return bucket(source_length(*example)) * stride + bucket(target_length(*example))
 
         def window_size_func(key):
-            longest = (tf.maximum(key // stride, key % stride) + 1) * bucket_width
-            return tf.maximum(tf.constant(1, tf.int64), batch_size // longest)
+            return sentences_within_budget((tf.maximum(key // stride, key % stride) + 1)
+                                           * bucket_width)
 
     def reduce_func(key, window):
         shape = [(key + 1) * bucket_width] if pad_to_bucket else [None]

@@ -34,7 +34,7 @@ class TrainConfig:
     min_frequency: int = 2  # word vocabulary: keep words seen at least this often
     max_vocabulary: int = 0  # vocabulary cap (subword: its size); 0 = no cap / 8000
     max_length: int = 50  # training pairs longer than this (words) are dropped, and counted
-    batch_size: int = 64  # sentences per batch (or target tokens with batch_by="tokens")
+    batch_size: int = 64  # sentences per batch (batch_by="tokens": padded batch x longest side)
     batch_by: str = "sentences"  # "sentences" | "tokens"
     bucket_width: int = 16  # length bucket width; batches are padded to bucket bounds
     epochs: int = 10  # training epochs (upper bound with early stopping)
@@ -82,12 +82,6 @@ class TrainConfig:
         if self.keep_checkpoints < 0:
             raise ValueError("keep_checkpoints must be >= 0 (0 = keep none). Received: "
                              f"{self.keep_checkpoints}")
-        if self.distribute == "data-parallel" and self.batch_by != "sentences":
-            raise ValueError(
-                "distribute='data-parallel' needs batch_by='sentences': token-based batches "
-                "hold varying numbers of sentences, which cannot be split evenly over devices. "
-                f"Received: batch_by={self.batch_by!r}"
-            )
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -12,9 +12,10 @@
   CPUs when there is no GPU; the model is built and compiled inside `strategy.scope()`.
 - PyTorch: not supported (Keras has no distribution engine for it); an error says so.
 
-Every global batch is split evenly, so `batch_size` must be a multiple of the device count
-(the training driver fills each length bucket's last batch up to a multiple of it with
-all-<pad>-target rows: `make_dataset(batch_multiple=...)`).
+Every global batch is split evenly, so a `batch_size` in sentences must be a multiple of the
+device count (the training driver fills each length bucket's last batch up to a multiple of
+it with all-<pad>-target rows: `make_dataset(batch_multiple=...)`; token batches hold a
+multiple of it too).
 Under TensorFlow the loss is averaged per replica and then over replicas, so it equals the
 single-device loss exactly when every replica holds the same number of real target tokens
 and closely otherwise; under JAX the program is one SPMD computation over the global batch.

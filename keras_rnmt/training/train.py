@@ -170,10 +170,12 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
         val_targets = val_targets[:config.validation_sentences]
     tokenized = references_tokenized(config)
     callbacks = []
+    # A token budget is no sentence count: then validation decodes 64 sentences a batch.
+    sentences_per_batch = config.batch_size if config.batch_by == "sentences" else None
     if config.validation_bleu:
         callbacks.append(BleuCallback(
             lambda m: Translator(m, source_tokenizer, target_tokenizer, beam_size=1,
-                                 batch_size=config.batch_size),
+                                 batch_size=sentences_per_batch or 64),
             val_sources, val_targets, best_path, tokenized=tokenized, patience=config.patience))
     else:
         callbacks.append(keras.callbacks.ModelCheckpoint(best_path, monitor="val_loss",
@@ -197,17 +199,19 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
     model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
                                         target_vocab_size=target_tokenizer.vocabulary_size())
     # The model's variables must be created under the distribution (replicated per device).
-    with distribution_scope(config.distribute, batch_size=config.batch_size) as replicas:
+    with distribution_scope(config.distribute, batch_size=sentences_per_batch) as replicas:
         # Data-parallel training splits every batch evenly over the devices: each length
         # bucket's last, incomplete batch is filled up with all-<pad>-target copies, which
-        # add nothing to the loss (nothing is dropped).
+        # add nothing to the loss (nothing is dropped); token batches hold a multiple of the
+        # device count.
         train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                              batch_size=config.batch_size, batch_by=config.batch_by,
                              bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
                              pad_to_bucket=True, batch_multiple=replicas.num_replicas,
                              repeat=bool(config.steps_per_epoch))
         valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
-                             batch_size=config.batch_size, shuffle=False, pad_to_bucket=True,
+                             batch_size=config.batch_size, batch_by=config.batch_by,
+                             shuffle=False, pad_to_bucket=True,
                              bucket_width=config.bucket_width,
                              batch_multiple=replicas.num_replicas)
         model = build_model(model_config)

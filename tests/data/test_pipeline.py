@@ -102,6 +102,34 @@ def test_batch_multiple_fills_up_batches_and_drops_nothing(pad_to_bucket):
     assert fillers > 0
 
 
+@pytest.mark.parametrize("pad_to_bucket", [False, True])
+def test_batch_multiple_with_token_batches_keeps_the_budget(pad_to_bucket):
+    """Token batches for 4 devices: each holds a multiple of 4 sentences within the budget
+    (a bucket's sentence count is rounded down to a multiple of 4, so filling up its last
+    batch cannot break the budget), filler rows come last, and the real rows hold every pair
+    once."""
+    source_tokenizer, target_tokenizer = tokenizers()
+    dataset = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer,
+                           batch_size=120, batch_by="tokens", bucket_width=4,
+                           pad_to_bucket=pad_to_bucket, batch_multiple=4)
+    seen, sizes, fillers = collections.Counter(), set(), 0
+    for source, target_in, target_out in batches(dataset):
+        size = source.shape[0]
+        assert size % 4 == 0
+        assert size * max(source.shape[1], target_in.shape[1]) <= 120
+        real = lengths(target_out) > 0
+        assert real[:real.sum()].all()  # filler rows (all-<pad> targets) only at the end
+        fillers += size - real.sum()
+        sizes.add(size)
+        decoded_sources = source_tokenizer.detokenize(source[real]).numpy().tolist()
+        decoded_targets = target_tokenizer.detokenize(target_out[real]).numpy().tolist()
+        seen.update((s.decode(), t.decode()) for s, t in zip(decoded_sources, decoded_targets))
+    assert seen == collections.Counter(zip(SOURCES, TARGETS))
+    assert fillers > 0
+    # 120 tokens hold 15 sentences of 8 tokens, rounded down to 12.
+    assert 12 in sizes and not sizes & {13, 14, 15}
+
+
 def test_batch_multiple_must_be_a_positive_int():
     with pytest.raises(ValueError, match="`batch_multiple` must be a positive integer"):
         make_dataset(SOURCES, TARGETS, *tokenizers(), batch_multiple=0)

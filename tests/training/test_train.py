@@ -238,3 +238,30 @@ def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipel
     assert seen[0] is True and seen[1:] == [False]
     # The pipeline shuffles; Keras' "shuffle=True ... will be ignored" warning stays away.
     assert not [w for w in caught if "shuffle" in str(w.message)]
+
+
+@pytest.mark.heavy
+def test_a_token_budget_bounds_validation_batches_too(tmp_path, small_splits, monkeypatch):
+    """With batch_by="tokens", validation batches keep the budget as training batches do, and
+    validation decoding takes 64 sentences a batch, not the budget's 200."""
+    import keras_rnmt.data
+
+    datasets, batch_sizes = [], []
+    make_dataset, translator = keras_rnmt.data.make_dataset, train.Translator
+
+    def spy_dataset(*args, **kwargs):
+        datasets.append(make_dataset(*args, **kwargs))
+        return datasets[-1]
+
+    def spy_translator(*args, **kwargs):
+        batch_sizes.append(kwargs.get("batch_size"))
+        return translator(*args, **kwargs)
+
+    monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)  # fit imports it late
+    monkeypatch.setattr(train, "Translator", spy_translator)
+    train.train_and_evaluate(_toy_config(batch_by="tokens", batch_size=200), str(tmp_path))
+    assert len(datasets) == 2  # training, validation
+    for dataset in datasets:
+        for (source, target_in), _ in dataset.take(20):
+            assert source.shape[0] * max(source.shape[1], target_in.shape[1]) <= 200
+    assert batch_sizes[0] == 64 and 200 not in batch_sizes
