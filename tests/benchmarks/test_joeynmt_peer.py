@@ -61,8 +61,8 @@ def test_an_unfinished_log_has_no_test_decode():
 @pytest.mark.multi30k
 @pytest.mark.parametrize("cuda, fp16", [(False, False), (True, False), (True, True)])
 def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypatch, cuda, fp16):
-    """The peer config as given, with its folders, (on a GPU) device switches and a
-    constant learning rate set."""
+    """The peer config as given, with its folders, (on a GPU) device switches, a constant
+    learning rate and SB's uniform initialization set."""
     monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
     with open(joeynmt_peer.peer_config_path()) as f:
         given = f.read()
@@ -71,7 +71,11 @@ def test_prepare_fills_in_the_folders_and_the_device_switches(tmp_path, monkeypa
     data, model = os.path.join(tmp_path, "data"), os.path.join(tmp_path, "model")
     expected = (given.replace("DATA_DIR", data).replace("MODEL_DIR", model)
                 .replace("use_cuda: False", f"use_cuda: {cuda}").replace("fp16: False", f"fp16: {fp16}")
-                .replace("decrease_factor: 0.5", "decrease_factor: 1.0"))
+                .replace("decrease_factor: 0.5", "decrease_factor: 1.0")
+                .replace('initializer: "xavier_uniform"', 'initializer: "uniform"\n    init_weight: 0.1')
+                .replace('embed_initializer: "normal"', 'embed_initializer: "uniform"')
+                .replace('bias_initializer: "zeros"',
+                         'bias_initializer: "uniform"\n    bias_init_weight: 0.1'))
     assert written == expected
     assert f"use_cuda: {cuda}" in written and f"fp16: {fp16}" in written
     with open(os.path.join(data, "train.de"), encoding="utf-8") as f:
@@ -151,3 +155,17 @@ def test_gpu_joeynmt_refuses_a_machine_without_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit, match="no GPU visible to PyTorch"):
         gpu_joeynmt.main([])
+
+
+def test_matched_initialization_sets_every_initializer_uniform_once():
+    given = ("model:\n    initializer: \"xavier_uniform\"\n    init_weight: 0.01\n\n"
+             "    embed_initializer: \"normal\"\n    embed_init_weight: 0.1\n"
+             "    bias_initializer: \"zeros\"\n    encoder:\n        type: \"recurrent\"\n")
+    assert joeynmt_peer.matched_initialization(given, "sb.yaml") == (
+        "model:\n    initializer: \"uniform\"\n    init_weight: 0.1\n\n"
+        "    embed_initializer: \"uniform\"\n    embed_init_weight: 0.1\n"
+        "    bias_initializer: \"uniform\"\n    bias_init_weight: 0.1\n"
+        "    encoder:\n        type: \"recurrent\"\n")
+    with pytest.raises(SystemExit, match="sb.yaml: expected one 'bias_initializer:' line"):
+        joeynmt_peer.matched_initialization(given.replace("    bias_initializer: \"zeros\"\n", ""),
+                                            "sb.yaml")
