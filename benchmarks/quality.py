@@ -195,6 +195,9 @@ def table(results):
     for name, runs in results.items():
         cells = []
         for column in columns:
+            if any(column not in r["scores"] for r in runs):  # JoeyNMT's: no UNK replacement
+                cells.append("—")
+                continue
             tok = [r["scores"][column]["tokenised_bleu"] for r in runs]
             detok = [r["scores"][column]["detokenised_bleu"] for r in runs]
             cells.append(f"{mean_sd(tok)} / {mean_sd(detok)}")
