@@ -109,11 +109,6 @@ def bleu(outputs):
             "detokenised_signature": detok.bleu_signature}
 
 
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
-
-
 def run(python, *command_args, log_path, cwd):
     """Run the venv's `python` with `command_args` in `cwd`, its output to `log_path`."""
     with open(log_path, "w") as log:
@@ -181,6 +176,8 @@ def train_and_score(python, work, config, text, fallback_best=None):
         log = f.read()
     parameters = int(re.search(r"Total params:\s*([\d,]+)", log).group(1).replace(",", ""))
     best = re.findall(r"Best validation result \(greedy\) at step\s+(\d+):\s+([\d.]+) bleu", log)
+    from keras_rnmt.data import read_lines
+
     scores = {f"beam{beam}": bleu(read_lines(path)) for beam, path in outputs.items()}
     kept = ((config, "config.yaml"), (os.path.join(model, "validations.txt"), "validations.txt"),
             (outputs[5], "test_hypotheses.txt"), (outputs[12], "test_hypotheses_beam12.txt"))
