@@ -39,7 +39,7 @@ import subprocess
 import time
 
 import joeynmt_peer
-from quality import moses_detokenize, read
+from quality import bleu_row, read
 from sb import ROOT, exit_on_sigterm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,17 +96,10 @@ def quality_config(text, seed, epochs, updates, path="config"):
 
 def bleu(outputs):
     """Tokenised lowercased and detokenised BLEU on test2016, as `quality.score` computes."""
-    from keras_rnmt.evaluation import corpus_scores
-
     tokenised = read("test_2016_flickr.lc.norm.tok.de")
-    raw = read("test_2016_flickr.de.gz")
     if len(outputs) != len(tokenised):
         raise SystemExit(f"{len(outputs)} outputs for {len(tokenised)} test sentences")
-    tok = corpus_scores(outputs, tokenised, tokenized=True)
-    detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
-    return {"tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
-            "detokenised_bleu": round(detok.bleu, 2),
-            "detokenised_signature": detok.bleu_signature}
+    return bleu_row(outputs, tokenised, read("test_2016_flickr.de.gz"))
 
 
 def run(python, *command_args, log_path, cwd):

@@ -120,7 +120,6 @@ def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=
     run's) choose what is scored; both are recorded in the result only when given. With
     `hypotheses` (a dict), each setting's output texts are put in it under the setting's name.
     """
-    from keras_rnmt.evaluation import corpus_scores
     from keras_rnmt.translator import Translator
 
     sources = read("test_2016_flickr.lc.norm.tok.en")
@@ -138,20 +137,27 @@ def score(run_dir, stop_rule="current", model_file="best.keras", length_penalty=
             searched[beam] = translator, translator.translate(sources)
         translator, translations = searched[beam]
         outputs = [translator.unk_replaced(t) if unk else t.text for t in translations]
-        tok = corpus_scores(outputs, tokenised, tokenized=True)
-        detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
         if hypotheses is not None:
             hypotheses[name] = list(outputs)
-        rows[name] = {
-            "tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
-            "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature,
-        }
+        rows[name] = bleu_row(outputs, tokenised, raw)
     # A continued run's cost includes the runs it started from.
     cost = total_cost(run_dir)
     if model_file != "best.keras":
         chosen["model_file"] = model_file
     return {"run_dir": run_dir, "stop_rule": stop_rule, **chosen, **cost,
             "backend": trained["backend"], "parameters": trained["parameters"], "scores": rows}
+
+
+def bleu_row(outputs, tokenised, raw):
+    """One setting's scores: tokenised BLEU of `outputs` against `tokenised` (sacreBLEU
+    `tokenize="none"`) and detokenised BLEU of their Moses detokenisation against `raw`
+    (13a, case-insensitive), each rounded to 2 places with its signature."""
+    from keras_rnmt.evaluation import corpus_scores
+
+    tok = corpus_scores(outputs, tokenised, tokenized=True)
+    detok = corpus_scores([moses_detokenize(o) for o in outputs], raw, lowercase=True)
+    return {"tokenised_bleu": round(tok.bleu, 2), "tokenised_signature": tok.bleu_signature,
+            "detokenised_bleu": round(detok.bleu, 2), "detokenised_signature": detok.bleu_signature}
 
 
 def total_cost(run_dir):
