@@ -70,6 +70,22 @@ def constant_learning_rate(text, path):
     return DECREASE_FACTOR.sub(r"\1 1.0", text)
 
 
+def set_key(text, key, value, path="config", then=None):
+    """`text` with the one `key:` line's value replaced by `value` (indentation kept); with
+    `then`, a `(key, value)` pair written on the next line at the same indentation. Stops
+    with the config's `path` unless exactly one such line exists."""
+    line = re.compile(rf"^([ \t]*){key}:[ \t]*\S.*$", re.MULTILINE)
+    if len(line.findall(text)) != 1:
+        raise SystemExit(f"{path}: expected one '{key}:' line")
+
+    def replaced(match):
+        indent = match.group(1)
+        follow = "" if then is None else f"\n{indent}{then[0]}: {then[1]}"
+        return f"{indent}{key}: {value}{follow}"
+
+    return line.sub(replaced, text)
+
+
 INIT_WEIGHTS = {"initializer": "init_weight", "embed_initializer": "embed_init_weight",
                 "bias_initializer": "bias_init_weight"}
 
@@ -85,11 +101,8 @@ def matched_initialization(text, path, scale=0.1):
     (`lstm_forget_gate`, default 1.0).
     """
     for key, weight in INIT_WEIGHTS.items():
-        line = re.compile(rf"^([ \t]*){key}:[ \t]*\S+[ \t]*$", re.MULTILINE)
-        if len(line.findall(text)) != 1:
-            raise SystemExit(f"{path}: expected one '{key}:' line")
         text = re.sub(rf"^[ \t]*{weight}:.*\n", "", text, flags=re.MULTILINE)
-        text = line.sub(rf'\1{key}: "uniform"\n\1{weight}: {scale}', text)
+        text = set_key(text, key, '"uniform"', path, then=(weight, scale))
     return text
 
 

@@ -39,6 +39,7 @@ import subprocess
 import time
 
 import joeynmt_peer
+from joeynmt_peer import set_key
 from quality import bleu_row, read
 from sb import ROOT, exit_on_sigterm
 
@@ -62,14 +63,6 @@ main()
 """
 
 
-def set_key(text, key, value, path="config"):
-    """`text` with the one `key:` line's value replaced by `value` (indentation kept)."""
-    line = re.compile(rf"^([ \t]*){key}:[ \t]*\S.*$", re.MULTILINE)
-    if len(line.findall(text)) != 1:
-        raise SystemExit(f"{path}: expected one '{key}:' line")
-    return line.sub(lambda m: f"{m.group(1)}{key}: {value}", text)
-
-
 def updates_per_epoch(batch_size=64, max_length=50):
     """JoeyNMT's updates an epoch: its training pairs (1 to `max_length` words a side) in
     batches of `batch_size` sentences, the last one partial."""
@@ -87,7 +80,7 @@ def quality_config(text, seed, epochs, updates, path="config"):
                        ("decrease_factor", 0.5), ("early_stopping_metric", '"bleu"')):
         text = set_key(text, key, value, path)
     text = re.sub(r"^[ \t]*updates:.*\n", "", text, flags=re.MULTILINE)
-    text = set_key(text, "learning_rate_min", "0.00001\n    patience: 0", path)
+    text = set_key(text, "learning_rate_min", "0.00001", path, then=("patience", 0))
     if len(re.findall(r"^[ \t]*(hidden_)?dropout:[ \t]*0\.2[ \t]*$", text, re.MULTILINE)) != 3:
         raise SystemExit(f"{path}: expected three dropout lines of 0.2")
     return re.sub(r"^([ \t]*(hidden_)?dropout:)[ \t]*0\.2[ \t]*$", r"\1 0.3", text,
@@ -122,8 +115,8 @@ def continued_config(text, checkpoint, model_dir, more_epochs, path="config"):
     (`range(stats.epochs, epochs + 1)`), so N more epochs after epoch E is `epochs: E+N-1`.
     """
     epochs = int(re.search(r"^[ \t]*epochs:[ \t]*(\d+)", text, re.MULTILINE).group(1))
-    text = set_key(text, "epochs", f"{epochs + more_epochs - 1}\n    load_model: \"{checkpoint}\"",
-                   path)
+    text = set_key(text, "epochs", epochs + more_epochs - 1, path,
+                   then=("load_model", f'"{checkpoint}"'))
     return set_key(text, "model_dir", f'"{model_dir}"', path)
 
 
@@ -141,7 +134,7 @@ def decode(python, work, text, beam, checkpoint):
     config = os.path.join(work, f"beam{beam}.yaml")
     text = re.sub(r"^[ \t]*load_model:.*\n", "", text, flags=re.MULTILINE)
     with open(config, "w") as f:
-        f.write(set_key(text, "beam_size", f'{beam}\n    load_model: "{checkpoint}"', config))
+        f.write(set_key(text, "beam_size", beam, config, then=("load_model", f'"{checkpoint}"')))
     run(python, "-m", "joeynmt", "test", config, "--output-path",
         os.path.join(work, f"beam{beam}"), log_path=os.path.join(work, f"beam{beam}.log"),
         cwd=work)
