@@ -78,6 +78,7 @@ def main(argv=None):
 
     import keras_rnmt.translator as translator_module
     from keras_rnmt.search.beam_helpers import add_beam_dim, flatten_beam_dim
+    from keras_rnmt.search.compiled import compile_search
 
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
         sources = f.read().splitlines()
@@ -106,14 +107,14 @@ def main(argv=None):
     state = model.search_state(source)
     state = keras.tree.map_structure(lambda x: flatten_beam_dim(add_beam_dim(x, beam)), state)
     tokens = rng.integers(4, vocab, (batch * beam,)).astype("int32")
-    step = translator_module.compile_search(lambda t, s: model.search_step(t, s)[0])
+    step = compile_search(lambda t, s: model.search_step(t, s)[0])
     step_seconds = best_time(lambda: step(model, tokens, state))
     # The output projection: the (width, V) kernel.
     width = next(int(v.shape[0]) for v in model.weights
                  if len(v.shape) == 2 and int(v.shape[1]) == vocab)
     x = rng.standard_normal((batch * beam, width)).astype("float32")
     w = rng.standard_normal((width, vocab)).astype("float32")
-    matmul = translator_module.compile_search(lambda a, b: ops.matmul(a, b))
+    matmul = compile_search(lambda a, b: ops.matmul(a, b))
     projection_seconds = best_time(lambda: matmul(model, x, w))
 
     row_seconds = step_seconds / (batch * beam)

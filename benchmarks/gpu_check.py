@@ -137,7 +137,7 @@ def beam_search_fn(model, info, max_steps, beam_size):
 
     from keras_rnmt.search import beam_search
     from keras_rnmt.search.cast_once import cast_weights_once
-    from keras_rnmt.translator import compile_search
+    from keras_rnmt.search.compiled import compile_search
 
     def run(source, max_length):
         with cast_weights_once(model):

@@ -7,7 +7,7 @@ import warnings
 
 import keras
 import numpy as np
-from keras import ops, tree
+from keras import ops
 
 from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.search import (
@@ -18,6 +18,7 @@ from keras_rnmt.search import (
     greedy_search,
 )
 from keras_rnmt.search.cast_once import cast_weights_once
+from keras_rnmt.search.compiled import compile_search
 from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import check_word_tokenizers, replace_unknown
 
@@ -370,42 +371,6 @@ class Translator:
                 return beam_search_continue(model.search_step, carry, until=until, **options)
 
         return [greedy] if self.beam_size <= 1 else [start, advance]
-
-
-def compile_search(run, jit_compile=False):
-    """Compile `run(*args)` for the backend: tf.function (with XLA if `jit_compile`), jax.jit
-    or eager torch.
-
-    The compiled callable takes `(model, *args)`; numpy arguments become tensors. Under JAX
-    the model's variables are passed in as arguments (a `StatelessScope`), so the compiled
-    program does not bake the weights in as constants.
-    """
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        # No autograph: the search is explicit ops (it runs under jax.jit, which has none),
-        # and converting it took a third of the first translation's trace.
-        compiled = tf.function(run, reduce_retracing=True, jit_compile=jit_compile,
-                               autograph=False)
-        return lambda model, *args: compiled(*tf.nest.map_structure(tf.convert_to_tensor, args))
-    if backend == "jax":
-        import jax
-
-        def stateless(values, args, model):
-            with keras.StatelessScope(state_mapping=list(zip(model.variables, values))):
-                return run(*args)
-
-        jitted = jax.jit(stateless, static_argnums=(2,))
-        return lambda model, *args: jitted([v.value for v in model.variables], args, model)
-
-    def eager(model, *args):
-        import torch
-
-        with torch.no_grad():
-            return run(*tree.map_structure(ops.convert_to_tensor, args))
-
-    return eager
 
 
 def _as_str(text):

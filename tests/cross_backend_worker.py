@@ -19,7 +19,7 @@ from keras import ops  # noqa: E402
 
 import keras_rnmt.models  # noqa: E402,F401  (registers the serialisable classes)
 from keras_rnmt.search import beam_search, greedy_search  # noqa: E402
-from keras_rnmt.translator import compile_search  # noqa: E402
+from keras_rnmt.search.compiled import compile_search  # noqa: E402
 
 
 def search(model, source, max_length):

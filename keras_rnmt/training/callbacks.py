@@ -74,7 +74,7 @@ def epoch_translator(callback):
     """`callback.translator_factory(callback.model)`, made once and reused every epoch.
 
     The translator's compiled search reads the model's current weights at every call
-    (`keras_rnmt.translator.compile_search`), so a new one per epoch would only compile the
+    (`keras_rnmt.search.compiled.compile_search`), so a new one per epoch would only compile the
     same search again: under JAX, half of a Multi30k validation pass (about 5 of 10 s here).
     """
     cached = getattr(callback, "_epoch_translator", None)
