@@ -16,53 +16,15 @@ import sys
 
 import pytest
 from conftest import multi30k_dir
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCHMARKS = os.path.join(ROOT, "benchmarks")
-sys.path.insert(0, BENCHMARKS)
-
-# SB with every dimension shrunk: embeddings 8, encoder 2x8, decoder 16, 200-word vocabularies.
-TINY = ["embedding_dim=8", "encoder_units=8", "decoder_units=16", "max_vocabulary=200"]
-# Sentences of val and test2016 that the quality test's scripts decode.
-SCORED = 100
-
-
-def run_script(name, *args, backend="tensorflow", data=True):
-    """Run `benchmarks/NAME` with `args`; returns its stdout (fails with its log).
-
-    `data=True` (scripts that read Multi30k; their tests are marked `multi30k`) points
-    KERAS_RNMT_DATA at it; the others run without it.
-    """
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    if data:
-        env["KERAS_RNMT_DATA"] = os.path.dirname(multi30k_dir())
-    process = subprocess.run([sys.executable, os.path.join(BENCHMARKS, name), *args],
-                             env=env, capture_output=True, text=True, cwd=ROOT, timeout=1200)
-    assert process.returncode == 0, (process.stdout[-3000:] + process.stderr[-5000:])
-    return process.stdout
-
-
-def run_main(module, capsys, *args):
-    """`module.main(args)` in this process (no interpreter start-up), for scripts that leave
-    no global state behind (tables, statistics, decode_choices, quality's scoring, gpu_check's
-    `prepare`); returns what it printed."""
-    capsys.readouterr()
-    module.main([str(arg) for arg in args])
-    return capsys.readouterr().out
-
-
-def result_line(stdout):
-    """The `RESULT {json}` line of a worker-style script."""
-    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, stdout[-3000:]
-    return json.loads(lines[-1][len("RESULT "):])
-
-
-def figures(stdout):
-    """The `FIGURES {json}` line every measuring script ends with."""
-    lines = [line for line in stdout.splitlines() if line.startswith("FIGURES ")]
-    assert lines, stdout[-3000:]
-    return json.loads(lines[-1][len("FIGURES "):])
+from script_helpers import (
+    BENCHMARKS,
+    SCORED,
+    TINY,
+    figures,
+    result_line,
+    run_main,
+    run_script,
+)
 
 
 @pytest.mark.heavy
@@ -234,70 +196,6 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert len(hypotheses) == SCORED
     table = run_main(decode_choices, capsys, "--table", choices)
     assert "| bahdanau | 1 |" in table and f"{chosen['test_chosen']:.2f}" in table
-
-
-@pytest.mark.multi30k
-@pytest.mark.backends("tensorflow")
-def test_significance_reproduces_each_recorded_runs_bleu():
-    """The paired bootstrap over the committed plateau records: each system's BLEU is the
-    beam-5 BLEU its `scores.json` records (the script flags a mismatch as `stale`)."""
-    import significance
-
-    paired = sorted(significance.seeds("bahdanau", "-plateau")
-                    & significance.seeds("recurrent-k5", "-plateau"))
-    assert len(paired) >= 3
-    out = run_script("significance.py", "--tags", "plateau", "--samples", "20")
-    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| -plateau")]
-    assert [row[1].strip() for row in rows] == (
-        [str(seed) for seed in paired] + [f"mean of {len(paired)}", "seeds, sign-flip test"])
-    assert "stale" not in out
-    differences = [float(row[4]) for row in rows[:len(paired)]]
-    mean, _, p = significance.sign_flip_test(differences)
-    assert rows[-1][4].strip().startswith(f"{mean:+.2f} ± ") and float(rows[-1][5]) == round(p, 3)
-    for row in rows[:len(paired)]:
-        for name, cell in (("bahdanau", row[2]), ("recurrent-k5", row[3])):
-            path = os.path.join(BENCHMARKS, "runs", f"{name}-plateau-seed{row[1].strip()}",
-                                "scores.json")
-            with open(path) as f:
-                recorded = json.load(f)["scores"]["beam5"]["tokenised_bleu"]
-            assert float(cell.split("±")[0]) == pytest.approx(recorded, abs=0.01)
-
-
-@pytest.mark.heavy
-@pytest.mark.multi30k
-@pytest.mark.backends("tensorflow")
-def test_significance_pools_the_seed_pairs_of_all_tags(capsys, monkeypatch):
-    """`--pool`: the `all tags` rows test every tag's seed pairs together; the sign flip runs
-    over the per-seed differences of all of them, in the tags' order."""
-    import significance
-
-    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
-    out = run_main(significance, capsys, "--tags", "plateau", "plateau-ls", "--pool",
-                   "--samples", "20")
-    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| -plateau")]
-    differences = [float(row[4]) for row in rows if row[1].strip().isdigit()]
-    pooled = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| all tags")]
-    assert [row[1].strip() for row in pooled] == [f"mean of {len(differences)}",
-                                                  "seeds, sign-flip test"]
-    assert len(differences) > len(significance.seeds("recurrent-k5", "-plateau"))
-    mean, sd, p = significance.sign_flip_test(differences)
-    assert pooled[1][4].strip() == f"{mean:+.2f} ± {sd:.2f} (sd over {len(differences)} seeds)"
-    assert float(pooled[1][5]) == round(p, 3)
-    assert float(pooled[0][4].split()[0]) == pytest.approx(mean, abs=0.011)
-    # Without --pool the rows are per tag only.
-    alone = run_main(significance, capsys, "--tags", "plateau", "--samples", "20")
-    assert "all tags" not in alone
-
-
-def test_sign_flip_test_is_exact_on_small_cases():
-    import significance
-
-    mean, sd, p = significance.sign_flip_test([1.0, 2.0, 3.0])
-    assert (mean, sd) == (2.0, 1.0)
-    assert p == 2 / 8  # only all-positive and all-negative reach |mean| 2
-    # One flipped small difference still counts as extreme: 4 of the 16 sign patterns.
-    assert significance.sign_flip_test([0.11, 0.36, -0.03, 1.97])[2] == 4 / 16
-    assert significance.sign_flip_test([1.0, -1.0])[2] == 1.0
 
 
 @pytest.mark.heavy
