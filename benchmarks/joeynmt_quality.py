@@ -66,10 +66,11 @@ main()
 def updates_per_epoch(batch_size=64, max_length=50):
     """JoeyNMT's updates an epoch: its training pairs (1 to `max_length` words a side) in
     batches of `batch_size` sentences, the last one partial."""
+    from keras_rnmt.data.corpus import filter_pairs
+
     source, target = (read(f"train.lc.norm.tok.{lang}") for lang in ("en", "de"))
-    kept = sum(1 <= len(s.split()) <= max_length and 1 <= len(t.split()) <= max_length
-               for s, t in zip(source, target))
-    return math.ceil(kept / batch_size)
+    kept, _, _ = filter_pairs(source, target, max_length=max_length)
+    return math.ceil(len(kept) / batch_size)
 
 
 def quality_config(text, seed, epochs, updates, path="config"):

@@ -15,11 +15,11 @@ from conftest import multi30k_dir  # noqa: E402
 
 def test_set_key_replaces_one_value_and_refuses_a_missing_or_repeated_key():
     text = "training:\n    epochs: 1\n    updates: 460\n"
-    assert joeynmt_quality.set_key(text, "epochs", 12) == "training:\n    epochs: 12\n    updates: 460\n"
+    assert joeynmt_peer.set_key(text, "epochs", 12) == "training:\n    epochs: 12\n    updates: 460\n"
     with pytest.raises(SystemExit, match="sb.yaml: expected one 'patience:' line"):
-        joeynmt_quality.set_key(text, "patience", 0, "sb.yaml")
+        joeynmt_peer.set_key(text, "patience", 0, "sb.yaml")
     with pytest.raises(SystemExit, match="expected one 'epochs:' line"):
-        joeynmt_quality.set_key(text + "    epochs: 2\n", "epochs", 12)
+        joeynmt_peer.set_key(text + "    epochs: 2\n", "epochs", 12)
 
 
 @pytest.mark.multi30k
