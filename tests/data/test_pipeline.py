@@ -35,6 +35,22 @@ def test_element_spec():
     assert dataset.element_spec == ((spec, spec), spec)
 
 
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize("batch_multiple", [1, 2])
+def test_pipelines_run_without_autotuning(batch_multiple):
+    """Autotuning's model thread made `model.fit` wait up to 60 s at the end of every epoch
+    (`without_autotuning`): training, validation and translation batches all turn it off."""
+    source_tokenizer, target_tokenizer = tokenizers()
+    training = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer, batch_size=8,
+                            pad_to_bucket=True, batch_multiple=batch_multiple)
+    inference = make_inference_batches(SOURCES, source_tokenizer, 8)
+    for dataset in (training, inference):
+        assert dataset.options().autotune.enabled is False
+    # Nothing else changes: every pair still comes once (filler rows have all-<pad> targets).
+    assert sum(int((t_out != 0).any(axis=1).sum()) for _, _, t_out in batches(training)) \
+        == len(SOURCES)
+
+
 def test_examples_are_encoded_with_specials_and_padding():
     source_tokenizer, target_tokenizer = tokenizers()
     sources, targets = (
