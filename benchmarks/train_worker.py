@@ -88,17 +88,17 @@ def tensorflow_batches(batches):
     about a third of the TensorFlow runs here (TensorFlow 2.21) stalled after the last step,
     inside `fit`'s return, until 10 ms x (2^n - 1) after the iterator was made (20.56 s for
     a 12 s pass), and the timed pass counted the stall as training (RESULTS.md §1,
-    2026-11-25).
+    2026-11-25). `make_dataset` turns it off for the same reason (`without_autotuning`).
     """
     import functools
 
     import tensorflow as tf
 
+    from keras_rnmt.data.pipeline import without_autotuning
+
     data = functools.reduce(lambda a, b: a.concatenate(b), [
         tf.data.Dataset.from_tensors(((s, ti), to)) for s, ti, to in batches])
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return data.with_options(options)
+    return without_autotuning(data)
 
 
 def fit_batches(model, batches):
