@@ -38,8 +38,8 @@ def test_element_spec():
 @pytest.mark.tensorflow_only
 @pytest.mark.parametrize("batch_multiple", [1, 2])
 def test_pipelines_run_without_autotuning(batch_multiple):
-    """Autotuning's model thread made `model.fit` wait up to 60 s at the end of every epoch
-    (`without_autotuning`): training, validation and translation batches all turn it off."""
+    """Autotuning's model thread made `model.fit` wait up to 60 s at the end of many epochs
+    (`without_autotuning`): training, validation and inference batches all turn it off."""
     source_tokenizer, target_tokenizer = tokenizers()
     training = make_dataset(SOURCES, TARGETS, source_tokenizer, target_tokenizer, batch_size=8,
                             pad_to_bucket=True, batch_multiple=batch_multiple)
