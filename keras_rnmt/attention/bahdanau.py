@@ -1,8 +1,8 @@
 """Additive (Bahdanau / "concat"-style MLP) attention, Yang et al. Eq. 5."""
 
 import keras
-from keras import ops
 
+from keras_rnmt.attention.additive import additive_energies
 from keras_rnmt.attention.base import BaseAttention
 from keras_rnmt.attention.checks import check_positive_int
 
@@ -86,7 +86,5 @@ class BahdanauAttention(BaseAttention):
             extra: optional tensor `(B, S, units)` added inside the tanh (the dynamic memory
                 term of Yang et al. Eq. 11, the coverage term of Tu et al.).
         """
-        hidden = projected_memory + self.query_projection(query)[:, None, :]
-        if extra is not None:
-            hidden = hidden + extra
-        return ops.squeeze(self.energy(ops.tanh(hidden)), axis=-1)
+        return additive_energies(self.energy, projected_memory, self.query_projection(query),
+                                 extra)

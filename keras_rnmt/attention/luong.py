@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_rnmt.attention.additive import additive_energies
 from keras_rnmt.attention.base import BaseAttention
 from keras_rnmt.attention.checks import check_choice
 
@@ -94,8 +95,7 @@ class LuongAttention(BaseAttention):
 
     def score(self, query, keys, mask, state, step):
         if self.score_name == "concat":
-            hidden = ops.tanh(keys + self.query_projection(query)[:, None, :])
-            return ops.squeeze(self.energy(hidden), axis=-1)
+            return additive_energies(self.energy, keys, self.query_projection(query))
         return ops.einsum("bd,bsd->bs", query, keys)
 
     def get_config(self):
