@@ -1,7 +1,8 @@
 """The additive score `v_a^T tanh(keys + U_a s [+ extra])`, recomputed in JAX's backward pass."""
 
-import keras
 from keras import ops
+
+from keras_rnmt.attention.remat import recomputed_under_jax
 
 
 def additive_energies(energy, keys, projected_query, extra=None):
@@ -9,14 +10,11 @@ def additive_energies(energy, keys, projected_query, extra=None):
 
         e_ij = v_a^T tanh(W_a h_i + U_a s_j [+ extra_ij])
 
-    Under JAX the function runs inside `keras.remat` (`jax.checkpoint`): its backward pass
-    recomputes `tanh(...)` from `keys` and `U_a s_j` instead of keeping it. Inside the
-    decoder's `scan` that saves two stacked `(T, B, S, units)` residual buffers per training
-    step, which XLA zero-fills and writes at every step; the recomputation is one add and
-    one tanh over `(B, S, units)`. SB's JAX training step on real Multi30k batches ran 1.08x
-    faster (`benchmarks/RESULTS.md` §1, "Recomputing the additive score"). TensorFlow's
-    `recompute_grad` fails inside the decoder's `while_loop` and PyTorch runs eagerly, where
-    recomputing only adds work, so there it is a plain call.
+    Under JAX (`recomputed_under_jax`) the backward pass recomputes `tanh(...)` from `keys`
+    and `U_a s_j` instead of keeping it: inside the decoder's `scan` that saves two stacked
+    `(T, B, S, units)` residual buffers per training step for one add and one tanh over
+    `(B, S, units)` per step. SB's JAX training step on real Multi30k batches ran 1.08x
+    faster (`benchmarks/RESULTS.md` §1, "Recomputing the additive score").
 
     Args:
         energy: the `v_a` layer, `units -> 1`.
@@ -35,6 +33,5 @@ def additive_energies(energy, keys, projected_query, extra=None):
             hidden = hidden + term
         return ops.squeeze(energy(ops.tanh(hidden)), axis=-1)
 
-    if keras.backend.backend() == "jax":
-        energies = keras.remat(energies)
-    return energies(keys, projected_query, *(() if extra is None else (extra,)))
+    return recomputed_under_jax(energies)(keys, projected_query,
+                                          *(() if extra is None else (extra,)))

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_rnmt.attention.bahdanau import BahdanauAttention
 from keras_rnmt.attention.checks import check_positive_int
+from keras_rnmt.attention.remat import recomputed_under_jax
 
 
 def attention_window(weights, k):
@@ -70,7 +71,9 @@ class RecurrentAttention(BahdanauAttention):
 
     `window=0` is the paper's "window 1" (a per-word coverage memory); `window=5` its
     "window 11", the best setting. The LSTM runs on all `B * S` words at once (a reshape to
-    `(B * S, 2k + 1)`), never in a Python loop over words.
+    `(B * S, 2k + 1)`), never in a Python loop over words. Under JAX the backward pass
+    recomputes its gates and the score's tanh instead of storing them for every target step
+    (`recomputed_under_jax`).
 
     State: `(previous_weights (B, S), d_h (B, S, memory_units), d_c (B, S, memory_units))`,
     all float32; `d_h` is the memory `d_ij` used in the score, `d_c` the LSTM carry.
@@ -162,7 +165,13 @@ class RecurrentAttention(BahdanauAttention):
         def flat(tensor):  # (batch * src_len) x features: one LSTM step for every word
             return ops.reshape(tensor, (-1, ops.shape(tensor)[-1]))
 
-        _, (memory_h, memory_c) = self.memory_cell(flat(inputs), [flat(memory_h), flat(memory_c)])
+        def lstm(inputs, memory_h, memory_c):
+            _, (memory_h, memory_c) = self.memory_cell(inputs, [memory_h, memory_c])
+            return memory_h, memory_c
+
+        # The backward pass recomputes the gates instead of stacking them for every step.
+        memory_h, memory_c = recomputed_under_jax(lstm)(flat(inputs), flat(memory_h),
+                                                        flat(memory_c))
         memory_h = ops.reshape(memory_h, batch_src + (self.memory_units,))
         memory_c = ops.reshape(memory_c, batch_src + (self.memory_units,))
         return previous_weights, memory_h, memory_c
