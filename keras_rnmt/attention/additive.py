@@ -5,7 +5,7 @@ from keras import ops
 from keras_rnmt.attention.remat import recomputed_under_jax
 
 
-def additive_energies(energy, keys, projected_query, extra=None):
+def additive_energies(energy, keys, projected_query, extra=None, extra_projection=None):
     """Additive (MLP) attention energies, Yang et al. Eq. 5 (Eq. 11 with `extra`).
 
         e_ij = v_a^T tanh(W_a h_i + U_a s_j [+ extra_ij])
@@ -21,7 +21,12 @@ def additive_energies(energy, keys, projected_query, extra=None):
         keys: `W_a h`, tensor `(B, S, units)`.
         projected_query: `U_a s_j`, tensor `(B, units)`.
         extra: optional tensor `(B, S, units)` added inside the tanh (the dynamic memory
-            term of Yang et al. Eq. 11, the coverage term of Tu et al.).
+            term of Yang et al. Eq. 11, the coverage term of Tu et al.), or `(B, S, d)` with
+            `extra_projection`.
+        extra_projection: optional layer `d -> units` applied to `extra` inside the
+            recomputed function (`W_d` of Eq. 11 on the memory `d_ij`), so that the backward
+            pass keeps `extra` instead of its projection: with a memory of 128 units, a
+            quarter of the `(B, S, units)` a step would otherwise store.
 
     Returns:
         Tensor `(B, S)`.
@@ -30,7 +35,7 @@ def additive_energies(energy, keys, projected_query, extra=None):
     def energies(keys, projected_query, *extra):
         hidden = keys + projected_query[:, None, :]
         for term in extra:
-            hidden = hidden + term
+            hidden = hidden + (term if extra_projection is None else extra_projection(term))
         return ops.squeeze(energy(ops.tanh(hidden)), axis=-1)
 
     return recomputed_under_jax(energies)(keys, projected_query,

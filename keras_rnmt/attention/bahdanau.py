@@ -77,14 +77,17 @@ class BahdanauAttention(BaseAttention):
     def score(self, query, keys, mask, state, step):
         return self.additive_energies(query, keys)
 
-    def additive_energies(self, query, projected_memory, extra=None):
+    def additive_energies(self, query, projected_memory, extra=None, extra_projection=None):
         """`v_a^T tanh(projected_memory + U_a s [+ extra])`, shape `(B, S)`.
 
         Args:
             query: tensor `(B, Dq)`.
             projected_memory: `W_a h`, tensor `(B, S, units)`.
             extra: optional tensor `(B, S, units)` added inside the tanh (the dynamic memory
-                term of Yang et al. Eq. 11, the coverage term of Tu et al.).
+                term of Yang et al. Eq. 11, the coverage term of Tu et al.), or `(B, S, d)`
+                with `extra_projection`.
+            extra_projection: optional layer `d -> units` applied to `extra` (see
+                `keras_rnmt.attention.additive.additive_energies`).
         """
         return additive_energies(self.energy, projected_memory, self.query_projection(query),
-                                 extra)
+                                 extra, extra_projection)

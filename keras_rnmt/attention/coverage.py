@@ -147,7 +147,8 @@ class CoverageAttention(BahdanauAttention):
 
     def score(self, query, keys, mask, state, step):
         coverage = ops.cast(state[0], self.compute_dtype)
-        return self.additive_energies(query, keys[0], extra=self.coverage_projection(coverage))
+        return self.additive_energies(query, keys[0], extra=coverage,
+                                      extra_projection=self.coverage_projection)
 
     def update_state(self, weights, query, keys, mask, state):
         (coverage,) = state  # float32, batch x src_len x coverage_units

@@ -178,7 +178,8 @@ class RecurrentAttention(BahdanauAttention):
 
     def score(self, query, keys, mask, state, step):
         memory_h = ops.cast(state[1], self.compute_dtype)
-        return self.additive_energies(query, keys, extra=self.dynamic_memory_projection(memory_h))
+        return self.additive_energies(query, keys, extra=memory_h,
+                                      extra_projection=self.dynamic_memory_projection)
 
     def update_state(self, weights, query, keys, mask, state):
         _, memory_h, memory_c = state

@@ -34,7 +34,7 @@ def numpy_gradients(extra):
     return energies, d_hidden, d_hidden.sum(axis=1)
 
 
-def backend_gradients(extra):
+def backend_gradients(extra, extra_projection=None):
     """(energies, dL/dkeys, dL/dquery[, dL/dextra]) with the backend's own autodiff, for
     L = sum(COTANGENT * energies)."""
     energy = energy_layer()
@@ -42,7 +42,7 @@ def backend_gradients(extra):
 
     def loss(*tensors):
         energies = additive_energies(energy, tensors[0], tensors[1],
-                                     tensors[2] if len(tensors) > 2 else None)
+                                     tensors[2] if len(tensors) > 2 else None, extra_projection)
         return keras.ops.sum(energies * keras.ops.convert_to_tensor(COTANGENT)), energies
 
     backend = keras.backend.backend()
@@ -79,6 +79,18 @@ def test_values_and_gradients_match_numpy(with_extra):
     np.testing.assert_allclose(got[2], d_query, rtol=1e-5, atol=1e-6)
     if with_extra:
         np.testing.assert_allclose(got[3], d_keys, rtol=1e-5, atol=1e-6)
+
+
+def test_extra_projection_is_applied_inside():
+    # extra_projection P: hidden = K + q + E P, so dL/dE = dL/dhidden P^T.
+    projection = np.array([[0.5, -1.0], [2.0, 0.3]], dtype="float32")
+    layer = keras.layers.Dense(2, use_bias=False)
+    layer.build((None, None, 2))
+    layer.set_weights([projection])
+    energies, d_keys, _ = numpy_gradients(EXTRA @ projection)
+    got = backend_gradients(EXTRA, extra_projection=layer)
+    np.testing.assert_allclose(got[0], energies, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[3], d_keys @ projection.T, rtol=1e-5, atol=1e-6)
 
 
 def test_literal_energy():
