@@ -32,11 +32,10 @@ def additive_energies(energy, keys, projected_query, extra=None, extra_projectio
         Tensor `(B, S)`.
     """
 
-    def energies(keys, projected_query, *extra):
+    def energies(keys, projected_query, extra):
         hidden = keys + projected_query[:, None, :]
-        for term in extra:
-            hidden = hidden + (term if extra_projection is None else extra_projection(term))
+        if extra is not None:
+            hidden = hidden + (extra if extra_projection is None else extra_projection(extra))
         return ops.squeeze(energy(ops.tanh(hidden)), axis=-1)
 
-    return recomputed_under_jax(energies)(keys, projected_query,
-                                          *(() if extra is None else (extra,)))
+    return recomputed_under_jax(energies)(keys, projected_query, extra)
