@@ -5,6 +5,8 @@ from keras import ops
 
 from keras_rnmt.loop import scan
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
+from keras_rnmt.models.deferred_scan import deferred_scan
+from keras_rnmt.models.lstm_step import plain_matmul
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
@@ -145,13 +147,21 @@ class AttentionDecoder(keras.layers.Layer):
         return (logits, weights) if return_attention else logits
 
     def _unroll(self, embedded, state, context, steps, training):
-        def body(state, x):
+        def body(context, state, x, matmul=plain_matmul):
             inputs, j = x
-            output, state, weights = self.cell(inputs, state, context, j, training=training)
+            output, state, weights = self.cell(
+                inputs, state, context, j, training=training, matmul=matmul
+            )
             return state, (output, self._weights_or_zeros(weights, context))
 
         xs = (ops.transpose(embedded, (1, 0, 2)), steps)
-        _, (outputs, weights) = scan(body, state, xs)
+        if training and keras.backend.backend() == "jax":
+            # JAX takes the gradients of the LSTM's and W_c's kernels once, after the loop.
+            _, (outputs, weights) = deferred_scan(
+                body, self.cell.variables, self.cell.deferred_kernels(), context, state, xs
+            )
+        else:
+            _, (outputs, weights) = scan(lambda state, x: body(context, state, x), state, xs)
         return ops.transpose(outputs, (1, 0, 2)), ops.transpose(weights, (1, 0, 2))
 
     def _unroll_sampling(self, embedded, target_in, state, context, steps):

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_rnmt.attention import get_attention
+from keras_rnmt.models.lstm_step import lstm_step, plain_matmul
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
@@ -45,6 +46,8 @@ class AttentionDecoderCell(keras.layers.Layer):
         context: dict from `prepare()`: "memory" (batch, source_len, memory_dim),
             "keys", "mask" (batch, source_len) bool and "final" (batch, final_dim).
         step: int scalar, the 0-based target position j.
+        matmul: `matmul(inputs, kernel_variable)` for the LSTM's and W_c's products (see
+            `deferred_kernels`). Defaults to a plain matmul.
 
     Returns:
         `(h~_j (batch, units), new_state, α_j (batch, source_len) float32 or None)`.
@@ -130,10 +133,20 @@ class AttentionDecoderCell(keras.layers.Layer):
         return {"rnn": tuple(tuple(s) for s in rnn_states), "feed": feed,
                 "attention": tuple(attention_state)}
 
-    def _rnn(self, x, rnn_state, training):
+    def deferred_kernels(self):
+        """The kernels `call` multiplies through its `matmul` argument: the LSTM layers'
+        W and U, and W_c. The JAX training unroll takes their gradients once over all steps."""
+        kernels = [k for cell in self.cells if isinstance(cell, keras.layers.LSTMCell)
+                   for k in (cell.kernel, cell.recurrent_kernel)]
+        return kernels + [self.combine.kernel]
+
+    def _rnn(self, x, rnn_state, training, matmul):
         new_states = []
         for cell, states in zip(self.cells, rnn_state):
-            x, states = cell(x, list(states), training=training)
+            if isinstance(cell, keras.layers.LSTMCell):
+                x, states = lstm_step(cell, x, states, matmul)
+            else:
+                x, states = cell(x, list(states), training=training)
             new_states.append(tuple(states))
         return x, tuple(new_states)
 
@@ -143,20 +156,26 @@ class AttentionDecoderCell(keras.layers.Layer):
             state=state["attention"], step=step, training=training,
         )
 
-    def call(self, inputs, state, context, step, training=False):
+    def call(self, inputs, state, context, step, training=False, matmul=plain_matmul):
         pieces = [inputs] + ([state["feed"]] if self.input_feeding != "none" else [])
         weights, attention_state = None, state["attention"]
         if self.attention_layer is None:
             extra = context["final"]
-            s, rnn_state = self._rnn(ops.concatenate(pieces + [extra], -1), state["rnn"], training)
+            s, rnn_state = self._rnn(
+                ops.concatenate(pieces + [extra], -1), state["rnn"], training, matmul
+            )
         elif self.attention_order == "bahdanau":
             query = state["rnn"][-1][0]
             extra, weights, attention_state = self._attend(query, state, context, step, training)
-            s, rnn_state = self._rnn(ops.concatenate(pieces + [extra], -1), state["rnn"], training)
+            s, rnn_state = self._rnn(
+                ops.concatenate(pieces + [extra], -1), state["rnn"], training, matmul
+            )
         else:
-            s, rnn_state = self._rnn(ops.concatenate(pieces, -1), state["rnn"], training)
+            s, rnn_state = self._rnn(ops.concatenate(pieces, -1), state["rnn"], training, matmul)
             extra, weights, attention_state = self._attend(s, state, context, step, training)
-        output = self.combine(ops.concatenate([extra, s], axis=-1))
+        # h~_j = tanh(W_c [c_j; s_j]): `combine` holds W_c (no bias); its product goes
+        # through `matmul` like the LSTM's.
+        output = ops.tanh(matmul(ops.concatenate([extra, s], axis=-1), self.combine.kernel))
         feed = {"attentional": output, "context": extra}.get(self.input_feeding, state["feed"])
         new_state = {"rnn": rnn_state, "feed": feed, "attention": tuple(attention_state)}
         return output, new_state, weights
