@@ -28,7 +28,9 @@ import time
 
 PARTS = (  # (part, pattern in op_name), first match wins
     ("vocabulary projection + loss", r"output_projection|compile_loss"),
-    ("decoder loop", r"\(decoder\)\)?/while"),
+    # The JAX training unroll runs its scan inside `jax.vjp` (models/deferred_scan.py), so
+    # the loop's names read ".../jvp(decoder)/jvp()/while" and ".../transpose(jvp())/while".
+    ("decoder loop", r"\(decoder\)\)?/(?:(?:transpose\()?jvp\(\)\)?/)?while"),
     ("decoder, outside the loop", r"\(decoder\)"),
     ("encoder", r"\(encoder\)"),
     ("optimizer", r"adam|/sgd|clip"),
