@@ -173,9 +173,10 @@ class AttentionDecoderCell(keras.layers.Layer):
         else:
             s, rnn_state = self._rnn(ops.concatenate(pieces, -1), state["rnn"], training, matmul)
             extra, weights, attention_state = self._attend(s, state, context, step, training)
-        # h~_j = tanh(W_c [c_j; s_j]): `combine` holds W_c (no bias); its product goes
-        # through `matmul` like the LSTM's.
-        output = ops.tanh(matmul(ops.concatenate([extra, s], axis=-1), self.combine.kernel))
+        # h~_j = tanh(W_c [c_j; s_j]): `combine` holds W_c (no bias) and its tanh; the
+        # product goes through `matmul` like the LSTM's.
+        combined = matmul(ops.concatenate([extra, s], axis=-1), self.combine.kernel)
+        output = self.combine.activation(combined)
         feed = {"attentional": output, "context": extra}.get(self.input_feeding, state["feed"])
         new_state = {"rnn": rnn_state, "feed": feed, "attention": tuple(attention_state)}
         return output, new_state, weights
