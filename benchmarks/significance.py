@@ -3,6 +3,8 @@
     python benchmarks/significance.py                          # every tag with both models
     python benchmarks/significance.py --tags plateau --baseline bahdanau --system recurrent-k5
     python benchmarks/significance.py --tags plateau plateau-ls --pool   # both recipes together
+    python benchmarks/significance.py --unpaired --tags none \
+        --baseline joeynmt-plateau-cont --system bahdanau-plateau        # the peer, unpaired
 
 For every seed S that has both `benchmarks/runs/{baseline}-{tag}-seedS/test_hypotheses.txt`
 and `.../{system}-{tag}-seedS/test_hypotheses.txt` (tag `none`: `{name}-seedS`) (beam 5, the run's best model, as
@@ -21,6 +23,13 @@ trained with the same recipe and seed, so the sign-flip null holds pair by pair.
 hypotheses file whose BLEU differs from the run's `scores.json` (beam 5) was written by an
 older search (the 8-epoch runs decoded with the exact stop rule at the end of training) and
 is flagged.
+
+`--unpaired` compares two groups of runs whose seeds share nothing (another toolkit, or
+another number of epochs): every seed of each model under each tag, not only the common
+ones. It prints each group's beam-5 BLEUs and the exact permutation test of the difference
+of the two groups' means: of the C(n, k) ways to call k of the n runs the baseline's, the
+share whose difference (system mean − baseline mean) is at least the observed one (one-sided,
+system ahead) or at least as far from 0 (two-sided).
 """
 
 import argparse
@@ -129,6 +138,26 @@ def sign_flip_test(differences):
     return differences.mean(), differences.std(ddof=1), p_value
 
 
+def group_permutation_test(baseline, system):
+    """Exact permutation test of mean(system) − mean(baseline) over the runs' scores:
+    (difference, one-sided p for system > baseline, two-sided p), p the share of the
+    C(n, len(baseline)) relabellings of the n runs as extreme as the observed one."""
+    scores = np.asarray(list(baseline) + list(system), "float64")
+    n, k = len(scores), len(baseline)
+    if k < 1 or n - k < 1:
+        raise ValueError("each group needs at least one run")
+    observed = scores[k:].mean() - scores[:k].mean()
+    differences = []
+    for chosen in itertools.combinations(range(n), k):
+        mask = np.zeros(n, bool)
+        mask[list(chosen)] = True
+        differences.append(scores[~mask].mean() - scores[mask].mean())
+    differences = np.array(differences)
+    one_sided = np.mean(differences >= observed - 1e-12)
+    two_sided = np.mean(np.abs(differences) >= abs(observed) - 1e-12)
+    return observed, one_sided, two_sided
+
+
 def seeds(name, tag):
     pattern = re.compile(re.escape(f"{name}{tag}-seed") + r"(\d+)$")
     found = (pattern.search(path) for path in glob.glob(os.path.join(RUNS, f"{name}{tag}-seed*")))
@@ -148,8 +177,13 @@ def main(argv=None):
     parser.add_argument("--pool", action="store_true",
                         help="also test the seed pairs of all the tags together: one recipe per"
                              " tag, the same two models (rows `all tags`)")
+    parser.add_argument("--unpaired", action="store_true",
+                        help="compare all runs of the two models as unpaired groups (exact "
+                             "permutation test of the difference of means), not seed pairs")
     args = parser.parse_args(argv)
     reference = os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.de")
+    if args.unpaired:
+        return unpaired(args, reference)
     print(f"| tag | seed | {args.baseline} (95% CI) | {args.system} (95% CI) | difference | p |")
     print("|---|---:|---:|---:|---:|---:|")
     all_pairs, all_differences = [], []
@@ -175,6 +209,27 @@ def main(argv=None):
         all_differences += differences
     if args.pool and len(all_pairs) > 1:
         summarise("all tags", reference, all_pairs, all_differences, args.samples)
+
+
+def unpaired(args, reference):
+    """`--unpaired`: per tag, one row per model (its runs' BLEUs) and the permutation test."""
+    print(f"| tag | runs | {args.baseline} | {args.system} | difference of means "
+          "| p one-sided | p two-sided |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
+        groups = []
+        for name in (args.baseline, args.system):
+            paths = [os.path.join(RUNS, f"{name}{tag}-seed{seed}", args.hypotheses)
+                     for seed in sorted(seeds(name, tag))]
+            groups.append([bleu_of(run_statistics(path, reference).sum(0))
+                           for path in paths if os.path.exists(path)])
+        if not all(groups):
+            continue
+        difference, one_sided, two_sided = group_permutation_test(*groups)
+        cells = [", ".join(f"{score:.2f}" for score in group) for group in groups]
+        print(f"| {tag or '(none)'} | {len(groups[0])} + {len(groups[1])} | {cells[0]} | "
+              f"{cells[1]} | {difference:+.2f} | {one_sided:.3f} | {two_sided:.3f} |",
+              flush=True)
 
 
 def summarise(label, reference, pairs, differences, samples):

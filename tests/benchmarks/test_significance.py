@@ -71,3 +71,45 @@ def test_sign_flip_test_is_exact_on_small_cases():
     # One flipped small difference still counts as extreme: 4 of the 16 sign patterns.
     assert significance.sign_flip_test([0.11, 0.36, -0.03, 1.97])[2] == 4 / 16
     assert significance.sign_flip_test([1.0, -1.0])[2] == 1.0
+
+
+def test_group_permutation_test_is_exact_on_small_cases():
+    import significance
+
+    # Runs 1, 2 against 3, 4, 5: the observed split (+2.5) is the most extreme of the
+    # C(5, 2) = 10; its mirror ({4, 5} as the baseline, -2.5) is as far from 0.
+    difference, one_sided, two_sided = significance.group_permutation_test([1, 2], [3, 4, 5])
+    assert difference == 2.5
+    assert (one_sided, two_sided) == (1 / 10, 2 / 10)
+    # The system behind: every split is at least as high, one-sided p is 1.
+    assert significance.group_permutation_test([3, 4], [1, 2])[1] == 1.0
+    # Ties count as extreme: all scores equal gives p = 1 both ways.
+    assert significance.group_permutation_test([1, 1], [1])[1:] == (1.0, 1.0)
+    with pytest.raises(ValueError, match="at least one run"):
+        significance.group_permutation_test([], [1.0, 2.0])
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_unpaired_compares_every_run_of_the_two_models(capsys, monkeypatch):
+    """`--unpaired`: the peer's continued runs against our Bahdanau seeds, each run's BLEU
+    its `scores.json`'s, the p-value the permutation test's over those BLEUs."""
+    import significance
+
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    out = run_main(significance, capsys, "--unpaired", "--tags", "none",
+                   "--baseline", "joeynmt-plateau-cont", "--system", "bahdanau-plateau")
+    [row] = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| (none)")]
+    groups = []
+    for name in ("joeynmt-plateau-cont", "bahdanau-plateau"):
+        recorded = []
+        for seed in sorted(significance.seeds(name, "")):
+            with open(os.path.join(BENCHMARKS, "runs", f"{name}-seed{seed}", "scores.json")) as f:
+                recorded.append(json.load(f)["scores"]["beam5"]["tokenised_bleu"])
+        groups.append(recorded)
+    assert row[1].strip() == f"{len(groups[0])} + {len(groups[1])}"
+    for cell, recorded in zip(row[2:4], groups):
+        assert [float(x) for x in cell.split(",")] == pytest.approx(recorded, abs=0.01)
+    difference, one_sided, two_sided = significance.group_permutation_test(*groups)
+    assert float(row[4]) == pytest.approx(difference, abs=0.011)
+    assert (float(row[5]), float(row[6])) == pytest.approx((one_sided, two_sided), abs=0.001)
