@@ -146,16 +146,24 @@ def group_permutation_test(baseline, system):
     n, k = len(scores), len(baseline)
     if k < 1 or n - k < 1:
         raise ValueError("each group needs at least one run")
-    observed = scores[k:].mean() - scores[:k].mean()
-    differences = []
-    for chosen in itertools.combinations(range(n), k):
-        mask = np.zeros(n, bool)
-        mask[list(chosen)] = True
-        differences.append(scores[~mask].mean() - scores[mask].mean())
-    differences = np.array(differences)
+    total = scores.sum()
+    # Each relabelling is fixed by its baseline runs' sum: the system's is the rest.
+    baseline_sums = np.array([scores[list(chosen)].sum()
+                              for chosen in itertools.combinations(range(n), k)])
+    differences = (total - baseline_sums) / (n - k) - baseline_sums / k
+    observed = (total - scores[:k].sum()) / (n - k) - scores[:k].sum() / k
     one_sided = np.mean(differences >= observed - 1e-12)
     two_sided = np.mean(np.abs(differences) >= abs(observed) - 1e-12)
     return observed, one_sided, two_sided
+
+
+def tag_suffixes(tags):
+    """Run-name suffixes of `--tags`: `none` is the untagged `{name}-seedS`."""
+    return ["" if tag == "none" else "-" + tag for tag in tags]
+
+
+def run_file(name, tag, seed, filename):
+    return os.path.join(RUNS, f"{name}{tag}-seed{seed}", filename)
 
 
 def seeds(name, tag):
@@ -187,10 +195,10 @@ def main(argv=None):
     print(f"| tag | seed | {args.baseline} (95% CI) | {args.system} (95% CI) | difference | p |")
     print("|---|---:|---:|---:|---:|---:|")
     all_pairs, all_differences = [], []
-    for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
+    for tag in tag_suffixes(args.tags):
         pairs, differences = [], []
         for seed in sorted(seeds(args.baseline, tag) & seeds(args.system, tag)):
-            paths = [os.path.join(RUNS, f"{name}{tag}-seed{seed}", args.hypotheses)
+            paths = [run_file(name, tag, seed, args.hypotheses)
                      for name in (args.baseline, args.system)]
             if not all(os.path.exists(path) for path in paths):
                 continue
@@ -216,10 +224,10 @@ def unpaired(args, reference):
     print(f"| tag | runs | {args.baseline} | {args.system} | difference of means "
           "| p one-sided | p two-sided |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for tag in ("" if tag == "none" else "-" + tag for tag in args.tags):
+    for tag in tag_suffixes(args.tags):
         groups = []
         for name in (args.baseline, args.system):
-            paths = [os.path.join(RUNS, f"{name}{tag}-seed{seed}", args.hypotheses)
+            paths = [run_file(name, tag, seed, args.hypotheses)
                      for seed in sorted(seeds(name, tag))]
             groups.append([bleu_of(run_statistics(path, reference).sum(0))
                            for path in paths if os.path.exists(path)])
