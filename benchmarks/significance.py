@@ -150,8 +150,10 @@ def group_permutation_test(baseline, system):
     # Each relabelling is fixed by its baseline runs' sum: the system's is the rest.
     baseline_sums = np.array([scores[list(chosen)].sum()
                               for chosen in itertools.combinations(range(n), k)])
-    differences = (total - baseline_sums) / (n - k) - baseline_sums / k
-    observed = (total - scores[:k].sum()) / (n - k) - scores[:k].sum() / k
+    def difference(baseline_sum):
+        return (total - baseline_sum) / (n - k) - baseline_sum / k
+
+    differences, observed = difference(baseline_sums), difference(scores[:k].sum())
     one_sided = np.mean(differences >= observed - 1e-12)
     two_sided = np.mean(np.abs(differences) >= abs(observed) - 1e-12)
     return observed, one_sided, two_sided
