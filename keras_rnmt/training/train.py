@@ -21,6 +21,7 @@ from keras_rnmt.training.distribution import distribution_scope
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 from keras_rnmt.training.optimizers import get_optimizer, plateau_decay, uniform_initialize
+from keras_rnmt.training.programs import release_compiled_programs
 from keras_rnmt.training.run_log import (
     EpochTimer,
     log_path,
@@ -133,6 +134,9 @@ def train_and_evaluate(config, run_dir):
         trained = fit(config, run_dir, splits, source_tokenizer, target_tokenizer)
         with open(trained_path, "w") as f:
             json.dump(trained, f, indent=2)
+        # The test search compiles programs of its own; under JAX, the training's would
+        # otherwise stay mapped and can push the process past Linux's mapping limit.
+        release_compiled_programs()
 
     best = keras.saving.load_model(os.path.join(run_dir, "best.keras"))
     translator = Translator(best, source_tokenizer, target_tokenizer,

@@ -265,3 +265,36 @@ def test_a_token_budget_bounds_validation_batches_too(tmp_path, small_splits, mo
         for (source, target_in), _ in dataset.take(20):
             assert source.shape[0] * max(source.shape[1], target_in.shape[1]) <= 200
     assert batch_sizes[0] == 64 and 200 not in batch_sizes
+
+
+def test_the_run_releases_the_training_programs_before_its_test_decoding(
+        tmp_path, small_splits, monkeypatch):
+    """Under JAX the training's compiled programs hold memory mappings (many per program);
+    the test search compiles more, so they are released once training has ended."""
+    import keras
+
+    from keras_rnmt.training import programs
+
+    events, counts = [], {}
+
+    def release():
+        events.append("release")
+        assert (tmp_path / "trained.json").exists()  # training has ended
+        counts["before"] = programs.memory_mappings()
+        counts["after"] = programs.release_compiled_programs()
+        return counts["after"]
+
+    translator = train.Translator
+
+    def test_translator(*args, **kwargs):
+        events.append("test translator")
+        return translator(*args, **kwargs)
+
+    monkeypatch.setattr(train, "release_compiled_programs", release)
+    monkeypatch.setattr(train, "Translator", test_translator)
+    train.train_and_evaluate(_toy_config(epochs=2), str(tmp_path))
+    # The validation BLEU's translators are made in `fit`, before the release.
+    assert events[-2:] == ["release", "test translator"]
+    assert events.count("release") == 1
+    if keras.backend.backend() == "jax":
+        assert counts["after"] < counts["before"]
