@@ -61,7 +61,8 @@ def prepare(path, count, changes):
     splits, source_tokenizer, target_tokenizer = prepare_data(config, None)
     dataset = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                            batch_size=config.batch_size, bucket_width=config.bucket_width,
-                           shuffle=True, seed=config.seed, pad_to_bucket=True, repeat=True)
+                           shuffle=True, seed=config.seed, pad_to_bucket=True, repeat=True,
+                           shuffle_batches=False)  # the recorded checks' batches (train_worker)
     arrays = {}
     for i, ((source, target_in), target_out) in enumerate(dataset.take(count)
                                                           .as_numpy_iterator()):

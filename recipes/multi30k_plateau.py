@@ -37,4 +37,7 @@ def config():
         "keep_checkpoints": 5,
         # The recorded runs' batching; SB's width 1 trains 4-12% faster (RESULTS.md §1).
         "bucket_width": 2,
+        # And their batch order: every epoch ended with the buckets' incomplete batches,
+        # shortest first (`make_dataset`'s `shuffle_batches`; RESULTS.md §4, "Shuffled batches").
+        "shuffle_batches": False,
     })

@@ -8,8 +8,12 @@ Training batches are `((source_ids, target_in), target_out)`, all int32 and padd
     target_out = tokens(target) + [</s>]          # batch x target_len (labels)
 
 Sentences are bucketed by source length so that padding stays small: every batch holds
-sources whose lengths (with `</s>`) differ by less than `bucket_width`. `model.fit`
-accepts these datasets under the TensorFlow, JAX and PyTorch backends.
+sources whose lengths (with `</s>`) differ by less than `bucket_width`. Bucketing leaves
+each bucket's last, incomplete batch until the end of the pass, where they all come out in
+bucket order: a run of small batches, shortest sentences first, right before validation.
+Training datasets therefore shuffle the batches too (`shuffle_batches`), which spreads those
+batches over the epoch. `model.fit` accepts these datasets under the TensorFlow, JAX and
+PyTorch backends.
 """
 
 import tensorflow as tf
@@ -17,6 +21,10 @@ import tensorflow as tf
 from keras_rnmt.data.base_tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 BATCH_BY = ("sentences", "tokens")
+# Batches held by the batch shuffle (`shuffle_batches`): a whole Multi30k epoch (466-479
+# batches of 64) at about 40 KB a batch; on larger corpora the incomplete batches, which
+# come last, are spread over the epoch's last 512 batches.
+BATCH_SHUFFLE_BUFFER = 512
 
 
 def _check_positive_int(value, argument):
@@ -42,6 +50,7 @@ def make_dataset(
     max_length=None,
     bucket_width=10,
     shuffle=True,
+    shuffle_batches=True,
     seed=0,
     repeat=False,
     drop_remainder=False,
@@ -51,8 +60,8 @@ def make_dataset(
     """Build the training `tf.data.Dataset` of padded, length-bucketed batches.
 
     Steps: strings -> tokenize (in `tf.data`) -> optional length guard -> add `<s>` /
-    `</s>` -> cache -> shuffle -> (repeat) -> bucket by source length -> pad ->
-    prefetch, with `tf.data`'s autotuning off (`without_autotuning`). Tokenization runs
+    `</s>` -> cache -> shuffle -> (repeat) -> bucket by source length -> pad -> shuffle
+    the batches -> prefetch, with `tf.data`'s autotuning off (`without_autotuning`). Tokenization runs
     once; later epochs read the cache (in memory).
 
     Length filtering belongs on the Python side, `corpus.filter_pairs`, which reports
@@ -75,6 +84,12 @@ def make_dataset(
             differ by less than this (with `batch_by="tokens"`, target lengths too).
             Defaults to 10.
         shuffle: bool. Shuffle the pairs, reshuffling every epoch. Defaults to `True`.
+        shuffle_batches: bool. With `shuffle`, also shuffle the padded batches (a buffer
+            of `BATCH_SHUFFLE_BUFFER` batches, reshuffled every epoch). Without it every
+            pass ends with all the buckets' incomplete batches in bucket order (on Multi30k
+            at `bucket_width=1`: 39 batches of 1-63 sentences, the longest sentences last),
+            the updates just before each validation. Defaults to `True`; `False` gives
+            the batch order of the runs recorded until 2026-11-29 (`benchmarks/RESULTS.md`).
         seed: int. Shuffle seed: the same seed gives the same batches. Defaults to 0.
         repeat: bool. Repeat forever (give `steps_per_epoch` to `fit`). Defaults to
             `False`.
@@ -207,6 +222,10 @@ def make_dataset(
     )
     if batch_multiple > 1:
         dataset = dataset.map(lambda *batch: _fill_up(batch, batch_multiple))
+    if shuffle and shuffle_batches:
+        # Its own seed stream: the pairs' shuffle above takes `seed`.
+        dataset = dataset.shuffle(BATCH_SHUFFLE_BUFFER, seed=seed + 1,
+                                  reshuffle_each_iteration=True)
     dataset = dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
     return without_autotuning(dataset.prefetch(tf.data.AUTOTUNE))
 

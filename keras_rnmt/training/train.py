@@ -211,6 +211,7 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
         train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
                              batch_size=config.batch_size, batch_by=config.batch_by,
                              bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
+                             shuffle_batches=config.shuffle_batches,
                              pad_to_bucket=True, batch_multiple=replicas.num_replicas,
                              repeat=bool(config.steps_per_epoch))
         valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,

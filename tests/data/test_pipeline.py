@@ -165,6 +165,46 @@ def test_seed_reproducibility_and_reshuffling():
     assert first[0] != first[1]  # a new order every epoch
 
 
+def incomplete_batch_positions(**kwargs):
+    """Where in each of two epochs the batches of fewer than 16 sentences come."""
+    dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=16, bucket_width=1,
+                           pad_to_bucket=True, seed=3, **kwargs)  # fmt: skip
+    epochs = []
+    for _ in range(2):
+        sizes = [source.shape[0] for source, _, _ in batches(dataset)]
+        epochs.append(([i for i, size in enumerate(sizes) if size < 16], len(sizes)))
+    return epochs
+
+
+def test_unshuffled_batches_end_every_epoch_with_the_incomplete_ones():
+    """Bucketing holds each bucket's last batch back to the end of the pass (the order of
+    the runs recorded until 2026-11-29, `shuffle_batches=False`)."""
+    for positions, count in incomplete_batch_positions(shuffle_batches=False):
+        assert len(positions) >= 8  # one per length bucket that does not divide evenly
+        assert positions == list(range(count - len(positions), count))
+
+
+def test_shuffled_batches_spread_the_incomplete_ones_over_the_epoch():
+    """The updates just before validation are no longer the small, length-ordered ones."""
+    (first, count), (second, _) = incomplete_batch_positions()
+    assert len(first) == len(second) >= 8
+    for positions in (first, second):
+        assert positions != list(range(count - len(positions), count))
+        assert min(positions) < count // 2  # some come in the first half of the epoch
+    assert first != second  # a new order every epoch
+
+
+def test_without_shuffle_the_batches_keep_their_order():
+    source_tokenizer, target_tokenizer = tokenizers()
+    orders = [
+        [source.tolist() for source, _, _ in batches(make_dataset(
+            SOURCES, TARGETS, source_tokenizer, target_tokenizer, batch_size=16, shuffle=False,
+            shuffle_batches=shuffle_batches, seed=seed))]
+        for shuffle_batches, seed in ((True, 0), (False, 0), (True, 1))
+    ]  # fmt: skip
+    assert orders[0] == orders[1] == orders[2]
+
+
 def test_batch_by_tokens_respects_budget():
     dataset = make_dataset(SOURCES, TARGETS, *tokenizers(), batch_size=120, batch_by="tokens",
                            bucket_width=4)  # fmt: skip

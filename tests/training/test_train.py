@@ -298,3 +298,33 @@ def test_the_run_releases_the_training_programs_before_its_test_decoding(
     assert events.count("release") == 1
     if keras.backend.backend() == "jax":
         assert counts["after"] < counts["before"]
+
+
+@pytest.mark.parametrize("shuffle_batches", [True, False])
+def test_the_config_decides_whether_training_batches_are_shuffled(
+        tmp_path, small_splits, monkeypatch, shuffle_batches):
+    """`shuffle_batches` reaches the training pipeline; validation batches keep their order."""
+    import keras_rnmt.data
+
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def spy_dataset(*args, **kwargs):
+        calls.append(kwargs)
+        if len(calls) == 2:  # training and validation datasets made: stop before the model
+            raise Stop
+        return None
+
+    monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)
+    with pytest.raises(Stop):
+        train.train_and_evaluate(_toy_config(shuffle_batches=shuffle_batches), str(tmp_path))
+    training, validation = calls
+    assert (training["shuffle"], training["shuffle_batches"]) == (True, shuffle_batches)
+    assert validation["shuffle"] is False
+
+
+def test_shuffle_batches_defaults_on_and_reads_from_the_command_line():
+    assert TrainConfig().shuffle_batches is True
+    assert TrainConfig().override({"shuffle-batches": "false"}).shuffle_batches is False
