@@ -43,9 +43,11 @@ def config():
         # Batches hold sources of one length (width 1): 8% target padding, against 11% with
         # width 2 and 34% with width 16 (1.46x the training tokens/s under JAX from 16 to 2,
         # 1.04-1.12x more from 2 to 1), for one compilation per length (benchmarks/RESULTS.md
-        # §1). The runs of §4 used width 2; two runs at width 1 scored 0.5-0.7 BLEU below
-        # their width-2 seed (§4), and under JAX its programs hold ~51k of Linux's 65,530
-        # memory mappings (README, "Compiled programs and Linux's mapping limit").
+        # §1). The runs of §4 used width 2; two runs at width 1 with the old batch order scored
+        # 0.5-0.7 BLEU below their width-2 seed, and with the batches shuffled (the default
+        # since 2026-11-29) recurrent k=5 scored 0.11 below (§4, "Shuffled batches at width
+        # 1"). Under JAX its programs hold ~51k of Linux's 65,530 memory mappings (README,
+        # "Compiled programs and Linux's mapping limit").
         bucket_width=1,
         epochs=30,
         optimizer="adam",
