@@ -104,7 +104,11 @@ def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(
     expected = translator.translate(INPUTS)
     assert translator.model.dtype_policy.name == "mixed_bfloat16"
     assert served["translations"] == [result.text for result in expected]
-    assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-3)
+    # The two run the same bfloat16 matmuls in differently fused graphs, so their roundings
+    # differ: the copy task's logits reach 12, where bfloat16's spacing is 0.0625 (a logit
+    # rounds by up to 0.03). Scores agree to a few hundredths, not to float32's 1e-4 (the
+    # model trained with shuffled batches differs by 0.0066 on a score of -0.28).
+    assert served["scores"] == pytest.approx([result.score for result in expected], abs=2e-2)
     # bfloat16 matmuls move the scores off the float32 ones (the weights are float32 in both).
     moved = [abs(a - b) for a, b in zip(served["scores"], float32["scores"], strict=True)]
     assert max(moved) > 1e-4
