@@ -45,8 +45,8 @@ def config():
         # 1.04-1.12x more from 2 to 1), for one compilation per length (benchmarks/RESULTS.md
         # §1). The runs of §4 used width 2; two runs at width 1 with the old batch order scored
         # 0.5-0.7 BLEU below their width-2 seed, and with the batches shuffled (the default
-        # since 2026-11-29) recurrent k=5 scored 0.11 below (§4, "Shuffled batches at width
-        # 1"). Under JAX its programs hold ~51k of Linux's 65,530 memory mappings (README,
+        # since 2026-11-29) recurrent k=5 and Bahdanau scored level with it (-0.11, -0.01; §4,
+        # "Shuffled batches at width 1"). Under JAX its programs hold ~51k of Linux's 65,530 memory mappings (README,
         # "Compiled programs and Linux's mapping limit").
         bucket_width=1,
         epochs=30,
