@@ -38,6 +38,7 @@ def config():
         # The recorded runs' batching; SB's width 1 trains 4-12% faster (RESULTS.md §1).
         "bucket_width": 2,
         # And their batch order: every epoch ended with the buckets' incomplete batches,
-        # shortest first (`make_dataset`'s `shuffle_batches`; RESULTS.md §4, "Shuffled batches").
+        # shortest first (`make_dataset`'s `shuffle_batches`; RESULTS.md §4, "Shuffled
+        # batches at width 1").
         "shuffle_batches": False,
     })

@@ -61,8 +61,8 @@ def make_dataset(
 
     Steps: strings -> tokenize (in `tf.data`) -> optional length guard -> add `<s>` /
     `</s>` -> cache -> shuffle -> (repeat) -> bucket by source length -> pad -> shuffle
-    the batches -> prefetch, with `tf.data`'s autotuning off (`without_autotuning`). Tokenization runs
-    once; later epochs read the cache (in memory).
+    the batches -> prefetch, with `tf.data`'s autotuning off (`without_autotuning`).
+    Tokenization runs once; later epochs read the cache (in memory).
 
     Length filtering belongs on the Python side, `corpus.filter_pairs`, which reports
     what it drops; `tf.data` cannot report. `max_length` here is only a guard that
