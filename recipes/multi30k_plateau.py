@@ -41,4 +41,6 @@ def config():
         # shortest first (`make_dataset`'s `shuffle_batches`; RESULTS.md §4, "Shuffled
         # batches at width 1").
         "shuffle_batches": False,
+        # And one incomplete batch per length bucket (`merge_remainders`).
+        "merge_remainders": False,
     })

@@ -38,6 +38,7 @@ class TrainConfig:
     batch_by: str = "sentences"  # "sentences" | "tokens"
     bucket_width: int = 16  # length bucket width; batches are padded to bucket bounds
     shuffle_batches: bool = True  # shuffle the batches too, not only the pairs (make_dataset)
+    merge_remainders: bool = True  # batch the length buckets' leftovers together (make_dataset)
     epochs: int = 10  # training epochs (upper bound with early stopping)
     steps_per_epoch: int = 0  # 0 = one pass over the training data
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)

@@ -204,6 +204,8 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
                                         target_vocab_size=target_tokenizer.vocabulary_size())
     # The model's variables must be created under the distribution (replicated per device).
     with distribution_scope(config.distribute, batch_size=sentences_per_batch) as replicas:
+        # Every length bucket's leftovers are batched with those of nearby lengths
+        # (`merge_remainders`): fewer batch shapes, so fewer compiled programs.
         # Data-parallel training splits every batch evenly over the devices: each length
         # bucket's last, incomplete batch is filled up with all-<pad>-target copies, which
         # add nothing to the loss (nothing is dropped); token batches hold a multiple of the
@@ -212,11 +214,13 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
                              batch_size=config.batch_size, batch_by=config.batch_by,
                              bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
                              shuffle_batches=config.shuffle_batches,
-                             pad_to_bucket=True, batch_multiple=replicas.num_replicas,
+                             pad_to_bucket=True, merge_remainders=config.merge_remainders,
+                             batch_multiple=replicas.num_replicas,
                              repeat=bool(config.steps_per_epoch))
         valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
                              batch_size=config.batch_size, batch_by=config.batch_by,
                              shuffle=False, pad_to_bucket=True,
+                             merge_remainders=config.merge_remainders,
                              bucket_width=config.bucket_width,
                              batch_multiple=replicas.num_replicas)
         model = build_model(model_config)

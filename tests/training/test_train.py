@@ -301,9 +301,10 @@ def test_the_run_releases_the_training_programs_before_its_test_decoding(
 
 
 @pytest.mark.parametrize("shuffle_batches", [True, False])
-def test_the_config_decides_whether_training_batches_are_shuffled(
+def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_merged(
         tmp_path, small_splits, monkeypatch, shuffle_batches):
-    """`shuffle_batches` reaches the training pipeline; validation batches keep their order."""
+    """`shuffle_batches` reaches the training pipeline; validation batches keep their order;
+    `merge_remainders` reaches both."""
     import keras_rnmt.data
 
     calls = []
@@ -319,12 +320,22 @@ def test_the_config_decides_whether_training_batches_are_shuffled(
 
     monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)
     with pytest.raises(Stop):
-        train.train_and_evaluate(_toy_config(shuffle_batches=shuffle_batches), str(tmp_path))
+        train.train_and_evaluate(_toy_config(shuffle_batches=shuffle_batches,
+                                             merge_remainders=shuffle_batches), str(tmp_path))
     training, validation = calls
     assert (training["shuffle"], training["shuffle_batches"]) == (True, shuffle_batches)
     assert validation["shuffle"] is False
+    # Both merge the length buckets' leftovers (fewer batch shapes to compile), unless the
+    # config says not to (`merge_remainders`).
+    assert training["merge_remainders"] is validation["merge_remainders"] is shuffle_batches
+    assert training["pad_to_bucket"] is validation["pad_to_bucket"] is True
 
 
 def test_shuffle_batches_defaults_on_and_reads_from_the_command_line():
     assert TrainConfig().shuffle_batches is True
     assert TrainConfig().override({"shuffle-batches": "false"}).shuffle_batches is False
+
+
+def test_merge_remainders_defaults_on_and_reads_from_the_command_line():
+    assert TrainConfig().merge_remainders is True
+    assert TrainConfig().override({"merge-remainders": "false"}).merge_remainders is False
