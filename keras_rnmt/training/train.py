@@ -158,6 +158,32 @@ def train_and_evaluate(config, run_dir):
     return results
 
 
+def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_replicas=1):
+    """The training and validation datasets `fit` trains on (`make_dataset`).
+
+    Both pad to their bucket's bound (one static shape per bucket) and merge the buckets'
+    leftovers into batches of nearby lengths (`merge_remainders`): fewer batch shapes, so
+    fewer compiled programs. Data-parallel training splits every batch evenly over the
+    `num_replicas` devices: each bucket's last, incomplete batch is filled up with
+    all-<pad>-target copies, which add nothing to the loss (nothing is dropped); token
+    batches hold a multiple of the device count.
+
+    Returns:
+        `(train, valid)`: `tf.data.Dataset`s of `((source_ids, target_in), target_out)`.
+    """
+    from keras_rnmt.data import make_dataset
+
+    common = dict(batch_size=config.batch_size, batch_by=config.batch_by,
+                  bucket_width=config.bucket_width, pad_to_bucket=True,
+                  merge_remainders=config.merge_remainders, batch_multiple=num_replicas)
+    train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer, shuffle=True,
+                         seed=config.seed, shuffle_batches=config.shuffle_batches,
+                         repeat=bool(config.steps_per_epoch), **common)
+    valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer, shuffle=False,
+                         **common)
+    return train, valid
+
+
 def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
     """`model.fit` with the run's callbacks, resuming from `run_dir/backup/` when present.
 
@@ -165,8 +191,6 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
         dict: `epochs_run` and `training_seconds` (every epoch of the run, before a restart
         too), `epochs_this_process`, `training_seconds_this_process` and `replicas`.
     """
-    from keras_rnmt.data import make_dataset
-
     best_path = os.path.join(run_dir, "best.keras")
     val_sources, val_targets = splits["val"]
     if config.validation_sentences:
@@ -204,25 +228,8 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
                                         target_vocab_size=target_tokenizer.vocabulary_size())
     # The model's variables must be created under the distribution (replicated per device).
     with distribution_scope(config.distribute, batch_size=sentences_per_batch) as replicas:
-        # Every length bucket's leftovers are batched with those of nearby lengths
-        # (`merge_remainders`): fewer batch shapes, so fewer compiled programs.
-        # Data-parallel training splits every batch evenly over the devices: each length
-        # bucket's last, incomplete batch is filled up with all-<pad>-target copies, which
-        # add nothing to the loss (nothing is dropped); token batches hold a multiple of the
-        # device count.
-        train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer,
-                             batch_size=config.batch_size, batch_by=config.batch_by,
-                             bucket_width=config.bucket_width, shuffle=True, seed=config.seed,
-                             shuffle_batches=config.shuffle_batches,
-                             pad_to_bucket=True, merge_remainders=config.merge_remainders,
-                             batch_multiple=replicas.num_replicas,
-                             repeat=bool(config.steps_per_epoch))
-        valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer,
-                             batch_size=config.batch_size, batch_by=config.batch_by,
-                             shuffle=False, pad_to_bucket=True,
-                             merge_remainders=config.merge_remainders,
-                             bucket_width=config.bucket_width,
-                             batch_multiple=replicas.num_replicas)
+        train, valid = training_datasets(config, splits, source_tokenizer, target_tokenizer,
+                                         replicas.num_replicas)
         model = build_model(model_config)
         if config.uniform_init:
             uniform_initialize(model, config.uniform_init, seed=config.seed)

@@ -300,3 +300,24 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
     # Without a GPU and without --allow-cpu the check refuses to report CPU figures.
     with pytest.raises(SystemExit, match="no GPU visible"):
         gpu_check.main(["run", path])
+
+
+@pytest.mark.multi30k
+@pytest.mark.backends("tensorflow")
+def test_batch_shapes_counts_the_shapes_of_the_training_datasets(capsys, monkeypatch):
+    import batch_shapes
+
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    rows = figures(run_main(batch_shapes, capsys, "--widths", "1", "8"))["rows"]
+    assert [(row["bucket_width"], row["merge_remainders"]) for row in rows] == [
+        (1, False), (1, True), (8, False), (8, True)]
+    for row in rows:  # every sentence once, whatever the batching
+        assert (row["train"]["sentences"], row["val"]["sentences"]) == (29000, 1014)
+    plain, merged = rows[0], rows[1]
+    for split in ("train", "val"):
+        assert merged[split]["shapes"] < plain[split]["shapes"]
+        assert merged[split]["batches"] < plain[split]["batches"]
+        # One incomplete batch per 8-token bucket at most (Multi30k's longest pair: 45 + 1).
+        assert merged[split]["incomplete_batches"] <= 6
+    assert plain["train"]["incomplete_batches"] == plain["train"]["shapes"] - 22  # SB, width 1
+    assert rows[2] == {**rows[3], "merge_remainders": False}  # nothing to merge at width 8
