@@ -5,18 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
+from toy_pairs import SOURCES, TARGETS, tokenizers
 
-from keras_rnmt.data import WordTokenizer, make_dataset, make_inference_batches
-from keras_rnmt.datasets import toy_translation
-
-SOURCES, TARGETS = toy_translation(400, seed=5)
-
-
-def tokenizers():
-    source, target = WordTokenizer(), WordTokenizer()
-    source.build_vocabulary(SOURCES)
-    target.build_vocabulary(TARGETS)
-    return source, target
+from keras_rnmt.data import make_dataset, make_inference_batches
 
 
 def batches(dataset):

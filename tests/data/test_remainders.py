@@ -4,20 +4,10 @@ import collections
 
 import numpy as np
 import pytest
+from toy_pairs import SOURCES, TARGETS, tokenizers
 
-from keras_rnmt.data import WordTokenizer, make_dataset
+from keras_rnmt.data import make_dataset
 from keras_rnmt.data.remainders import merged_width
-from keras_rnmt.datasets import toy_translation
-
-SOURCES, TARGETS = toy_translation(400, seed=5)
-
-
-def tokenizers():
-    source, target = WordTokenizer(), WordTokenizer()
-    source.build_vocabulary(SOURCES)
-    target.build_vocabulary(TARGETS)
-    return source, target
-
 
 TOKENIZERS = tokenizers()
 
