@@ -2,10 +2,11 @@
 
 Bucketing by length leaves each bucket with a last, incomplete batch, whose shape (sentence
 count, bucket length) no other batch has. Under JAX and XLA every batch shape compiles a
-program of its own, so at bucket width 1 on Multi30k the 39 leftover batches doubled the
-training's programs (22 full-batch shapes, 61 in all; about 6.5 s of compiling each for
-recurrent attention on this project's CPU) and the validation set, whose length buckets are
-nearly all smaller than a batch, compiled 37.
+program of its own, so at bucket width 1 on Multi30k the 39 leftover batches made the
+training's programs 61 instead of 22, and the validation set, whose length buckets are
+nearly all smaller than a batch, compiled 37. Merged: 28 and 14, and the first epoch of a
+recurrent k=5 run under JAX took 410 s instead of 573 s (`benchmarks/RESULTS.md` §1,
+"Merged leftover batches").
 
 Merging keys each example by its bucket while the bucket still fills whole batches, and its
 leftovers (the last `count mod batch` examples of a bucket, in the pass's order) by a coarser
