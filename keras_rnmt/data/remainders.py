@@ -74,10 +74,11 @@ def key_examples(dataset, length_func, bucket_width, window_of_bound, merge, cou
     full = tf.constant(counts - counts % np.maximum(windows, 1), tf.int64)
 
     def step(seen, example):
-        key = bucket(*example)
+        length = length_func(*example)
+        key = (length - 1) // width
         index = tf.gather(seen, key)
         seen = tf.tensor_scatter_nd_add(seen, [[key]], tf.ones([1], tf.int64))
-        merged = -1 - (length_func(*example) - 1) // coarse
+        merged = -1 - (length - 1) // coarse
         return seen, (tf.where(index < tf.gather(full, key), key, merged), *example)
 
     # `scan` hands each example to `step` as one tuple.
