@@ -30,24 +30,26 @@ def merged_width(bucket_width):
     return -(-MERGED_WIDTH // bucket_width) * bucket_width
 
 
-def key_examples(dataset, length_func, bucket_width, window_of_bound, merge, counted=None):
-    """Key every `(source, target_in, target_out)` example by its batch bucket.
+def key_examples(examples, length_func, bucket_width, window_of_bound, merge):
+    """A function that keys every `(source, target_in, target_out)` example of a pass by its
+    batch bucket.
 
     Args:
-        dataset: a `tf.data.Dataset` of examples, one pass (not repeated).
+        examples: a `tf.data.Dataset` of one pass's examples, in any order (the unshuffled
+            ones): with `merge`, counted here, once, so that counting leaves the shuffles'
+            sequences of orders alone.
         length_func: `(source, target_in, target_out) -> int64` length that buckets them.
         bucket_width: int, the bucket width.
         window_of_bound: `int64 bound -> int64` examples per batch in a bucket whose batches
             pad to `bound` tokens (a TensorFlow function).
         merge: bool. Key each bucket's leftovers by their merged bucket (see the module).
-        counted: a dataset of the same examples, in any order, to count the buckets in (one
-            pass, before `merge` keys anything): the unshuffled ones, so that counting
-            leaves the shuffle's sequence of orders alone. Defaults to `dataset`.
 
     Returns:
-        `(keyed, bound_of_key)`: a dataset of `(key, source, target_in, target_out)`, with
-        `key` >= 0 the bucket `(length - 1) // bucket_width` and `key` < 0 the merged bucket
-        `-1 - (length - 1) // merged_width(bucket_width)`; and `key -> int64` the length its
+        `(key_pass, bound_of_key)`: `key_pass(dataset)` maps one pass of the examples, in
+        any order, to a dataset of `(key, source, target_in, target_out)`, with `key` >= 0
+        the bucket `(length - 1) // bucket_width` and `key` < 0 the merged bucket
+        `-1 - (length - 1) // merged_width(bucket_width)` (it can be called while a
+        `tf.data` function is traced); `bound_of_key` maps `key -> int64`, the length its
         batches pad to.
     """
     width = tf.constant(bucket_width, tf.int64)
@@ -60,13 +62,13 @@ def key_examples(dataset, length_func, bucket_width, window_of_bound, merge, cou
         return (length_func(*example) - 1) // width
 
     if not merge or merged_width(bucket_width) == bucket_width:
-        return dataset.map(lambda *example: (bucket(*example), *example)), bound_of_key
+        return (lambda dataset: dataset.map(lambda *example: (bucket(*example), *example)),
+                bound_of_key)
 
     # One pass over the examples counts each bucket; its first `full` examples of a pass fill
     # whole batches, the rest are leftovers.
     counts = np.zeros(0, np.int64)
-    for keys in (dataset if counted is None else counted).map(bucket).batch(8192) \
-            .as_numpy_iterator():
+    for keys in examples.map(bucket).batch(8192).as_numpy_iterator():
         counts = np.pad(counts, (0, max(0, int(keys.max()) + 1 - counts.size)))
         counts += np.bincount(keys, minlength=counts.size)
     windows = np.array([int(window_of_bound(tf.constant((key + 1) * bucket_width, tf.int64)))
@@ -81,6 +83,8 @@ def key_examples(dataset, length_func, bucket_width, window_of_bound, merge, cou
         merged = -1 - (length - 1) // coarse
         return seen, (tf.where(index < tf.gather(full, key), key, merged), *example)
 
-    # `scan` hands each example to `step` as one tuple.
-    keyed = dataset.scan(tf.zeros([counts.size], tf.int64), step)
-    return keyed, bound_of_key
+    def key_pass(dataset):
+        # `scan` hands each example to `step` as one tuple.
+        return dataset.scan(tf.zeros([counts.size], tf.int64), step)
+
+    return key_pass, bound_of_key
