@@ -39,6 +39,7 @@ class TrainConfig:
     bucket_width: int = 16  # length bucket width; batches are padded to bucket bounds
     shuffle_batches: bool = True  # shuffle the batches too, not only the pairs (make_dataset)
     merge_remainders: bool = True  # batch the length buckets' leftovers together (make_dataset)
+    seed_by_epoch: bool = True  # shuffle each epoch from (seed, epoch): resumed runs train alike
     epochs: int = 10  # training epochs (upper bound with early stopping)
     steps_per_epoch: int = 0  # 0 = one pass over the training data
     optimizer: str = "adam"  # "adam" | "sgd" | "paper-sgd" (Yang et al. §3.2)

@@ -22,6 +22,7 @@ from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
 from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
 from keras_rnmt.training.optimizers import get_optimizer, plateau_decay, uniform_initialize
 from keras_rnmt.training.programs import release_compiled_programs
+from keras_rnmt.training.resume import DataEpoch, RandomStateBackup
 from keras_rnmt.training.run_log import (
     EpochTimer,
     log_path,
@@ -158,7 +159,8 @@ def train_and_evaluate(config, run_dir):
     return results
 
 
-def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_replicas=1):
+def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_replicas=1,
+                      epoch=None):
     """The training and validation datasets `fit` trains on (`make_dataset`).
 
     Both pad to their bucket's bound (one static shape per bucket) and merge the buckets'
@@ -178,7 +180,9 @@ def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_re
                   merge_remainders=config.merge_remainders, batch_multiple=num_replicas)
     train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer, shuffle=True,
                          seed=config.seed, shuffle_batches=config.shuffle_batches,
-                         repeat=bool(config.steps_per_epoch), **common)
+                         repeat=bool(config.steps_per_epoch),
+                         epoch=epoch if config.seed_by_epoch else None,
+                         steps_per_epoch=config.steps_per_epoch or None, **common)
     valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer, shuffle=False,
                          **common)
     return train, valid
@@ -218,10 +222,14 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
             val_sources[:config.heatmap_sentences], os.path.join(run_dir, "heatmaps")))
     if config.keep_checkpoints:
         callbacks.append(EpochCheckpoints(run_dir, config.keep_checkpoints))
+    data_epoch = DataEpoch()
     callbacks += [
+        data_epoch,
         EpochTimer(run_dir),  # after the validation BLEU it times, before the CSVLogger
         keras.callbacks.CSVLogger(log_path(run_dir), append=True),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "tensorboard")),
+        RandomStateBackup(os.path.join(run_dir, "backup"),
+                          iterator_persists=bool(config.steps_per_epoch)),
         keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
     ]
     model_config = config.model.replace(source_vocab_size=source_tokenizer.vocabulary_size(),
@@ -229,7 +237,7 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
     # The model's variables must be created under the distribution (replicated per device).
     with distribution_scope(config.distribute, batch_size=sentences_per_batch) as replicas:
         train, valid = training_datasets(config, splits, source_tokenizer, target_tokenizer,
-                                         replicas.num_replicas)
+                                         replicas.num_replicas, epoch=data_epoch.variable)
         model = build_model(model_config)
         if config.uniform_init:
             uniform_initialize(model, config.uniform_init, seed=config.seed)

@@ -145,6 +145,62 @@ def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_split
         _toy_config(keep_checkpoints=-1)
 
 
+def _epoch_weights(run_dir, epoch):
+    """The weights `EpochCheckpoints` kept for `epoch`, as `{path in the file: array}`."""
+    import h5py
+
+    arrays = {}
+    with h5py.File(os.path.join(run_dir, "checkpoints", f"epoch-{epoch:03d}.weights.h5")) as f:
+        f.visititems(lambda name, item: arrays.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("steps_per_epoch", [0, 5])  # whole passes; a repeated stream
+def test_a_killed_run_trains_on_as_if_it_had_never_stopped(tmp_path, small_splits, monkeypatch,
+                                                           steps_per_epoch):
+    """With dropout and shuffled batches: killed at the start of its last epoch and started
+    again, a run logs the losses and ends with the weights of a run that never stopped
+    (`keras_rnmt.training.resume`: the data epoch and dropout's random state)."""
+
+    class Killed(Exception):
+        pass
+
+    class KilledAtEpoch2(train.BleuCallback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 2:
+                raise Killed
+            super().on_epoch_begin(epoch, logs)
+
+    model = ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
+                        dropout=0.3)
+    config = _toy_config(epochs=3, steps_per_epoch=steps_per_epoch, model=model,
+                         keep_checkpoints=1)
+    train.train_and_evaluate(config, str(tmp_path / "straight"))
+    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
+    with pytest.raises(Killed):
+        train.train_and_evaluate(config, str(tmp_path / "resumed"))
+    assert sorted(os.listdir(tmp_path / "resumed" / "backup")) == [
+        "latest.weights.h5", "random_state-1.npz", "random_state-2.npz",
+        "training_metadata.json"]
+    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2.__base__)  # small_splits stays
+    results = train.train_and_evaluate(config, str(tmp_path / "resumed"))
+    assert results["epochs_this_process"] == 1
+
+    def losses(name):
+        with open(tmp_path / name / "log.csv") as f:
+            return [float(row["loss"]) for row in csv.DictReader(f)]
+
+    straight, resumed = losses("straight"), losses("resumed")
+    assert len(straight) == 3 and len(set(straight)) == 3
+    np.testing.assert_allclose(resumed, straight, rtol=1e-6)
+    want, got = _epoch_weights(tmp_path / "straight", 3), _epoch_weights(tmp_path / "resumed", 3)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
 def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, small_splits,
                                                                     monkeypatch):
     """Killed after the last epoch's backup, before the test decode: started again, it trains
@@ -303,8 +359,8 @@ def test_the_run_releases_the_training_programs_before_its_test_decoding(
 @pytest.mark.parametrize("shuffle_batches", [True, False])
 def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_merged(
         tmp_path, small_splits, monkeypatch, shuffle_batches):
-    """`shuffle_batches` reaches the training pipeline; validation batches keep their order;
-    `merge_remainders` reaches both."""
+    """`shuffle_batches` and `seed_by_epoch` reach the training pipeline; validation batches
+    keep their order; `merge_remainders` reaches both."""
     import keras_rnmt.data
 
     calls = []
@@ -321,10 +377,14 @@ def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_
     monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)
     with pytest.raises(Stop):
         train.train_and_evaluate(_toy_config(shuffle_batches=shuffle_batches,
-                                             merge_remainders=shuffle_batches), str(tmp_path))
+                                             merge_remainders=shuffle_batches,
+                                             seed_by_epoch=shuffle_batches), str(tmp_path))
     training, validation = calls
     assert (training["shuffle"], training["shuffle_batches"]) == (True, shuffle_batches)
     assert validation["shuffle"] is False
+    # The training data's epoch is `model.fit`'s (`DataEpoch`), unless the config says not to.
+    assert (training["epoch"] is not None) is shuffle_batches
+    assert training["steps_per_epoch"] == 2  # `_toy_config`'s, for its repeated stream
     # Both merge the length buckets' leftovers (fewer batch shapes to compile), unless the
     # config says not to (`merge_remainders`).
     assert training["merge_remainders"] is validation["merge_remainders"] is shuffle_batches
@@ -336,6 +396,8 @@ def test_shuffle_batches_defaults_on_and_reads_from_the_command_line():
     assert TrainConfig().override({"shuffle-batches": "false"}).shuffle_batches is False
 
 
-def test_merge_remainders_defaults_on_and_reads_from_the_command_line():
-    assert TrainConfig().merge_remainders is True
-    assert TrainConfig().override({"merge-remainders": "false"}).merge_remainders is False
+@pytest.mark.parametrize("field", ["merge_remainders", "seed_by_epoch"])
+def test_pipeline_switches_default_on_and_read_from_the_command_line(field):
+    assert getattr(TrainConfig(), field) is True
+    flag = field.replace("_", "-")
+    assert getattr(TrainConfig().override({flag: "false"}), field) is False
