@@ -41,6 +41,8 @@ def config():
         # shortest first (`make_dataset`'s `shuffle_batches`; RESULTS.md §4, "Shuffled
         # batches at width 1").
         "shuffle_batches": False,
-        # And one incomplete batch per length bucket (`merge_remainders`).
+        # And one incomplete batch per length bucket (`merge_remainders`), and the shuffles
+        # seeded by the passes made, not by the epoch (`seed_by_epoch`).
         "merge_remainders": False,
+        "seed_by_epoch": False,
     })
