@@ -103,20 +103,25 @@ def test_init_from_needs_a_trained_run(tmp_path, small_splits):
                                  str(tmp_path / "second"))
 
 
+class Killed(Exception):
+    pass
+
+
+class KilledAtEpoch2(train.BleuCallback):
+    """`BleuCallback` that kills the run at the start of its third epoch (after the second
+    epoch's backup)."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 2:
+            raise Killed
+        super().on_epoch_begin(epoch, logs)
+
+
 @pytest.mark.heavy
 def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_splits, monkeypatch):
     """Kill a run at the start of its third epoch, start it again: it resumes from
     `backup/`, and the best model, its record, the logged rates and the kept epoch
     checkpoints are those of a run that never stopped (every epoch's BLEU logged once)."""
-
-    class Killed(Exception):
-        pass
-
-    class KilledAtEpoch2(train.BleuCallback):
-        def on_epoch_begin(self, epoch, logs=None):
-            if epoch == 2:
-                raise Killed
-            super().on_epoch_begin(epoch, logs)
 
     config = _toy_config(epochs=4, lr_decay=0.5, lr_patience=0, keep_checkpoints=2)
     monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
@@ -164,15 +169,6 @@ def test_a_killed_run_trains_on_as_if_it_had_never_stopped(tmp_path, small_split
     again, a run logs the losses and ends with the weights of a run that never stopped
     (`keras_rnmt.training.resume`: the data epoch and dropout's random state)."""
 
-    class Killed(Exception):
-        pass
-
-    class KilledAtEpoch2(train.BleuCallback):
-        def on_epoch_begin(self, epoch, logs=None):
-            if epoch == 2:
-                raise Killed
-            super().on_epoch_begin(epoch, logs)
-
     model = ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
                         dropout=0.3)
     config = _toy_config(epochs=3, steps_per_epoch=steps_per_epoch, model=model,
@@ -206,9 +202,6 @@ def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, sm
     """Killed after the last epoch's backup, before the test decode: started again, it trains
     no epoch itself and reports the epochs in its log."""
 
-    class Killed(Exception):
-        pass
-
     class KilledAtTheEnd(train.BleuCallback):
         def on_train_end(self, logs=None):
             raise Killed  # before `BackupAndRestore` deletes `backup/`
@@ -229,9 +222,6 @@ def test_a_run_killed_during_its_test_decoding_is_tested_not_trained_again(
         tmp_path, small_splits, monkeypatch):
     """Killed after training ended (Keras has deleted `backup/`), before `results.json`:
     started again, it trains nothing, logs no epoch twice and tests the same `best.keras`."""
-
-    class Killed(Exception):
-        pass
 
     def killed(*args, **kwargs):
         raise Killed
