@@ -57,8 +57,8 @@ class RandomStateBackup(keras.callbacks.Callback):
 
     Writes `backup_dir/random_state-{N}.npz`, the state epoch `N` starts from, keeping the
     last two (`BackupAndRestore` may fall back to the backup before the last). In the first
-    epoch of a process, if it is not epoch 0, it loads that epoch's file; without one (a run
-    backed up by an older version) it warns that the dropout masks will differ from a run
+    epoch of a process, if it is not epoch 0, it loads that epoch's file and says so; without
+    one (a run backed up by an older version) it warns that the dropout masks will differ from a run
     that never stopped. Put it in the same `backup_dir` as `BackupAndRestore`, which deletes
     the folder once training ends.
 
@@ -111,6 +111,8 @@ class RandomStateBackup(keras.callbacks.Callback):
                              f"{[value.shape for value in values]}, the model has {shapes}")
         for variable, value in zip(variables, values):
             variable.assign(value)
+        print(f"resumed at epoch {epoch + 1} from {self.backup_dir} (weights, optimizer and "
+              "dropout's random state)")
         if torch_state is not None and keras.backend.backend() == "torch":
             self._torch_state = torch_state
             if not self.iterator_persists:

@@ -31,7 +31,7 @@ def test_random_states_are_what_save_weights_leaves_out():
     assert not {id(v) for v in states} & {id(v) for v in model.weights}
 
 
-def test_a_resumed_model_takes_back_the_state_its_epoch_started_from(tmp_path):
+def test_a_resumed_model_takes_back_the_state_its_epoch_started_from(tmp_path, capsys):
     backup = str(tmp_path / "backup")
     model = _model()
     callback = RandomStateBackup(backup)
@@ -50,6 +50,8 @@ def test_a_resumed_model_takes_back_the_state_its_epoch_started_from(tmp_path):
     resumed.set_model(fresh)
     resumed.on_train_begin()
     resumed.on_epoch_begin(3)
+    assert capsys.readouterr().out == (
+        f"resumed at epoch 4 from {backup} (weights, optimizer and dropout's random state)\n")
     for got, want in zip(_states(fresh), after, strict=True):
         np.testing.assert_array_equal(got, want)
     # Only the process' first epoch restores.
