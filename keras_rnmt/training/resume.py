@@ -4,18 +4,18 @@ if it had never stopped: the epoch its data is at, and the random state of its d
 `BackupAndRestore` writes the model's weights and the optimizer's state (`save_weights`) at
 the end of every epoch and loads them when the run starts again. Two things it leaves out:
 
-- The data order. `make_dataset` reshuffles with each new iterator, from the start of its
-  seed's sequence in every process: a resumed run trained its first epoch on the orders of
-  the run's first epoch. `DataEpoch` gives `make_dataset(epoch=...)` the epoch `model.fit`
+- The data order. Without `epoch`, `make_dataset` reshuffles with each new iterator, from the
+  start of its seed's sequence in every process: a resumed run trained its first epoch after
+  the restart on the orders of the run's first epoch. `DataEpoch` gives `make_dataset(epoch=...)` the epoch `model.fit`
   is in, and each epoch is shuffled from the seed and that epoch alone.
 - The dropout masks. Keras keeps their random state in the layers' `SeedGenerator`s, whose
-  state variables `save_weights` does not write, so a resumed run drew epoch 0's masks
-  again; under PyTorch, a dropout layer made without a seed draws from PyTorch's global
+  state variables `save_weights` does not write, so a resumed run drew the first epoch's
+  masks again; under PyTorch, a dropout layer made without a seed draws from PyTorch's global
   generator instead (`keras.src.backend.torch.random.dropout`). `RandomStateBackup` saves
   both next to the backup and restores them.
 
 With both, a run killed after epoch `e` and started again ends with the weights of a run
-that never stopped (`tests/training/test_resume.py`, every backend).
+that never stopped (`tests/training/test_train.py`, every backend).
 """
 
 import os
