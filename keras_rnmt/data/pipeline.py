@@ -14,8 +14,10 @@ bucket order: a run of small batches, shortest sentences first, right before val
 Training datasets therefore shuffle the batches too (`shuffle_batches`), which spreads those
 batches over the epoch. With static bucket shapes (`pad_to_bucket`), `merge_remainders`
 batches those leftovers together instead, in coarser buckets, so that they add few batch
-shapes, and so few compiled programs (`keras_rnmt.data.remainders`). `model.fit` accepts
-these datasets under the TensorFlow, JAX and PyTorch backends.
+shapes, and so few compiled programs (`keras_rnmt.data.remainders`). Given the epoch
+`model.fit` is in (`epoch`), each pass is shuffled from the seed and that epoch alone, so a
+resumed run sees the batches of one that never stopped (`keras_rnmt.data.epoch_order`).
+`model.fit` accepts these datasets under the TensorFlow, JAX and PyTorch backends.
 """
 
 import tensorflow as tf
