@@ -195,6 +195,8 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
         dict: `epochs_run` and `training_seconds` (every epoch of the run, before a restart
         too), `epochs_this_process`, `training_seconds_this_process` and `replicas`.
     """
+    from keras_rnmt.data.pipeline import with_batch_count
+
     best_path = os.path.join(run_dir, "best.keras")
     val_sources, val_targets = splits["val"]
     if config.validation_sentences:
@@ -243,7 +245,13 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
             uniform_initialize(model, config.uniform_init, seed=config.seed)
         if config.init_from:
             initialize_from_run(model, config.init_from, source_tokenizer, target_tokenizer)
-        steps = config.steps_per_epoch or sum(1 for _ in train)
+        # Whole passes declare their batch count (without it, Keras warns after every epoch
+        # that the data "ran out"); a repeated stream has `steps_per_epoch`.
+        if config.steps_per_epoch:
+            steps = config.steps_per_epoch
+        else:
+            train, steps = with_batch_count(train)
+        valid, _ = with_batch_count(valid)
         optimizer = get_optimizer(config.optimizer, config.learning_rate or None,
                                   config.clipnorm or None, steps_per_epoch=steps,
                                   warmup_steps=config.warmup_steps)

@@ -286,6 +286,32 @@ def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipel
     assert not [w for w in caught if "shuffle" in str(w.message)]
 
 
+def test_whole_passes_declare_their_batch_count_so_fit_does_not_warn_they_ran_out(
+        tmp_path, small_splits, monkeypatch):
+    """`model.fit` over a bucketed pipeline of unknown length warned after every training
+    and every validation epoch that the input "ran out of data; interrupting training";
+    with the batch count declared, it knows each epoch's length and does not."""
+    import keras
+    import tensorflow as tf
+
+    seen, fit = {}, keras.Model.fit
+
+    def spy(model, x, validation_data=None, **kwargs):
+        seen.update(train=x, valid=validation_data)
+        return fit(model, x, validation_data=validation_data, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", spy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train.train_and_evaluate(_toy_config(steps_per_epoch=0, epochs=2), str(tmp_path))
+    assert not [w for w in caught if "ran out of data" in str(w.message)]
+    for name, dataset in seen.items():
+        # The declared count is the batches a pass really has (else tf.data raises).
+        assert int(dataset.cardinality()) == sum(1 for _ in dataset) >= 1, name
+        assert int(dataset.cardinality()) != tf.data.UNKNOWN_CARDINALITY
+    assert int(seen["train"].cardinality()) > 1
+
+
 @pytest.mark.heavy
 def test_a_token_budget_bounds_validation_batches_too(tmp_path, small_splits, monkeypatch):
     """With batch_by="tokens", validation batches keep the budget as training batches do, and
