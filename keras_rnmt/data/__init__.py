@@ -20,7 +20,7 @@ from keras_rnmt.data.corpus import (
     read_parallel,
     read_tsv,
 )
-from keras_rnmt.data.pipeline import make_dataset, make_inference_batches
+from keras_rnmt.data.pipeline import make_dataset, make_inference_batches, with_batch_count
 from keras_rnmt.data.subword import SentencePieceTokenizer, WordPieceTokenizer
 from keras_rnmt.data.tokenizers import TOKENIZERS, build_tokenizer, load_tokenizer
 from keras_rnmt.data.word_tokenizer import WordTokenizer
@@ -50,4 +50,5 @@ __all__ = [
     "read_lines",
     "read_parallel",
     "read_tsv",
+    "with_batch_count",
 ]

@@ -141,7 +141,8 @@ def make_dataset(
 
     Returns:
         A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, each an int32
-        tensor of shape `(batch, length)`.
+        tensor of shape `(batch, length)`. Its batch count is unknown to `tf.data`
+        (`with_batch_count` declares it, for `model.fit`).
 
     Example:
     ```python

@@ -195,7 +195,7 @@ def fit(config, run_dir, splits, source_tokenizer, target_tokenizer):
         dict: `epochs_run` and `training_seconds` (every epoch of the run, before a restart
         too), `epochs_this_process`, `training_seconds_this_process` and `replicas`.
     """
-    from keras_rnmt.data.pipeline import with_batch_count
+    from keras_rnmt.data import with_batch_count
 
     best_path = os.path.join(run_dir, "best.keras")
     val_sources, val_targets = splits["val"]
