@@ -12,6 +12,7 @@ from keras_rnmt.data.base_tokenizer import (
     UNK_TOKEN,
     Tokenizer,
 )
+from keras_rnmt.data.batch_count import with_batch_count
 from keras_rnmt.data.corpus import (
     CorpusError,
     FilterReport,
@@ -20,7 +21,7 @@ from keras_rnmt.data.corpus import (
     read_parallel,
     read_tsv,
 )
-from keras_rnmt.data.pipeline import make_dataset, make_inference_batches, with_batch_count
+from keras_rnmt.data.pipeline import make_dataset, make_inference_batches
 from keras_rnmt.data.subword import SentencePieceTokenizer, WordPieceTokenizer
 from keras_rnmt.data.tokenizers import TOKENIZERS, build_tokenizer, load_tokenizer
 from keras_rnmt.data.word_tokenizer import WordTokenizer
