@@ -6,8 +6,9 @@ the end of every epoch and loads them when the run starts again. Two things it l
 
 - The data order. Without `epoch`, `make_dataset` reshuffles with each new iterator, from the
   start of its seed's sequence in every process: a resumed run trained its first epoch after
-  the restart on the orders of the run's first epoch. `DataEpoch` gives `make_dataset(epoch=...)` the epoch `model.fit`
-  is in, and each epoch is shuffled from the seed and that epoch alone.
+  the restart on the orders of the run's first epoch. `DataEpoch` gives
+  `make_dataset(epoch=...)` the epoch `model.fit` is in, and each epoch is shuffled from the
+  seed and that epoch alone.
 - The dropout masks. Keras keeps their random state in the layers' `SeedGenerator`s, whose
   state variables `save_weights` does not write, so a resumed run drew the first epoch's
   masks again; under PyTorch, a dropout layer made without a seed draws from PyTorch's global
@@ -58,8 +59,8 @@ class RandomStateBackup(keras.callbacks.Callback):
     Writes `backup_dir/random_state-{N}.npz`, the state epoch `N` starts from, keeping the
     last two (`BackupAndRestore` may fall back to the backup before the last). In the first
     epoch of a process, if it is not epoch 0, it loads that epoch's file and says so; without
-    one (a run backed up by an older version) it warns that the dropout masks will differ from a run
-    that never stopped. Put it in the same `backup_dir` as `BackupAndRestore`, which deletes
+    one (a run backed up by an older version) it warns that the dropout masks will differ
+    from a run that never stopped. Put it in the same `backup_dir` as `BackupAndRestore`, which deletes
     the folder once training ends.
 
     Under PyTorch, making a data iterator draws from the global generator (`DataLoader`'s
