@@ -60,8 +60,8 @@ class RandomStateBackup(keras.callbacks.Callback):
     last two (`BackupAndRestore` may fall back to the backup before the last). In the first
     epoch of a process, if it is not epoch 0, it loads that epoch's file and says so; without
     one (a run backed up by an older version) it warns that the dropout masks will differ
-    from a run that never stopped. Put it in the same `backup_dir` as `BackupAndRestore`, which deletes
-    the folder once training ends.
+    from a run that never stopped. Put it in the same `backup_dir` as `BackupAndRestore`,
+    which deletes the folder once training ends.
 
     Under PyTorch, making a data iterator draws from the global generator (`DataLoader`'s
     base seed). `model.fit` makes one every epoch, unless it is given `steps_per_epoch`: then
