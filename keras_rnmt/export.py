@@ -66,7 +66,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
 
     from keras_rnmt.search import beam_search_continue, beam_search_start
     from keras_rnmt.search.cast_once import cast_weights_once
-    from keras_rnmt.search.shrinking import graph_shrinking_beam_search
+    from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
 
     bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
     buckets = step_buckets(max_output_length)
@@ -88,7 +88,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
 
     def _search(source, max_length, max_steps):
         state = model.search_state(source)
-        return graph_shrinking_beam_search(
+        result = graph_shrinking_beam_search(
             lambda: beam_search_start(
                 model.search_step, state, batch_size=tf.shape(source)[0], bos_id=bos_id,
                 max_length=max_length, source_mask=tf.not_equal(source, 0),
@@ -96,6 +96,7 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
             lambda carry, until: beam_search_continue(
                 model.search_step, carry, until=until, **options),
             beam_size)
+        return result.tokens[:, 0], result.scores[:, 0]
 
     def translate(strings):
         """Non-blank strings (B',) -> (texts (B',), scores (B',))."""
@@ -154,7 +155,7 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
     with 0, limit each output to ceil(a·|source| + b) tokens (|source| counts `</s>`),
     run beam search over `model.search_step` (`beam_search`'s hypotheses, with finished
     sentences shed from the batch between chunks of steps:
-    `search.shrinking.graph_shrinking_beam_search`), detokenise the best hypothesis. Blank
+    `search.graph_shrinking.graph_shrinking_beam_search`), detokenise the best hypothesis. Blank
     inputs give "" and score 0. Per-sentence limits above `max_output_length` are clipped
     to it (`Translator` has no such cap).
 

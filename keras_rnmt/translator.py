@@ -19,6 +19,7 @@ from keras_rnmt.search import (
 )
 from keras_rnmt.search.cast_once import cast_weights_once
 from keras_rnmt.search.compiled import compile_search
+from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
 from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import check_word_tokenizers, replace_unknown
 
@@ -328,7 +329,7 @@ class Translator:
         if key not in self._compiled:
             self._compiled[key] = [compile_search(fn, self.jit_compile)
                                    for fn in self._search_fns(n_best, max_steps)]
-        if self.beam_size > 1:
+        if self.beam_size > 1 and not self._search_in_graph():
             start, advance = self._compiled[key]
             return shrinking_beam_search(
                 lambda: start(self.model, source, max_length),
@@ -336,12 +337,22 @@ class Translator:
         result = self._compiled[key][0](self.model, source, max_length)
         tokens, scores, attention = (None if x is None else ops.convert_to_numpy(x)
                                      for x in result)
+        if self.beam_size > 1:
+            return tokens, scores, attention
         attention = None if attention is None else attention[:, None]
         return tokens[:, None], scores[:, None], attention
 
+    def _search_in_graph(self):
+        """Whether beam search runs as one graph per batch (`graph_shrinking_beam_search`):
+        under TensorFlow without XLA, whose kernels take the shrinking batch as it comes.
+        Elsewhere Python drives the chunks (`shrinking_beam_search`), padding the batch to
+        a few sizes so that XLA compiles few programs."""
+        return keras.backend.backend() == "tensorflow" and not self.jit_compile
+
     def _search_fns(self, n_best, max_steps):
         """Greedy: `[run(source, max_length)]`; beam: `[start(source, max_length),
-        advance(carry, until)]` for `shrinking_beam_search`."""
+        advance(carry, until)]` for `shrinking_beam_search`, or `[run(source, max_length)]`
+        with both inside `graph_shrinking_beam_search` (`_search_in_graph`)."""
         model, target = self.model, self.target_tokenizer
         options = dict(beam_size=self.beam_size, eos_id=target.eos_id, n_best=n_best,
                        coverage_penalty=self.coverage_penalty,
@@ -370,7 +381,20 @@ class Translator:
             with cast_weights_once(model):
                 return beam_search_continue(model.search_step, carry, until=until, **options)
 
-        return [greedy] if self.beam_size <= 1 else [start, advance]
+        def graph(source, max_length):
+            with cast_weights_once(model):
+                state = model.search_state(source, max_length=max_steps)
+                result = graph_shrinking_beam_search(
+                    lambda: beam_search_start(model.search_step, state,
+                                              **{**common(source, max_length), **options}),
+                    lambda carry, until: beam_search_continue(model.search_step, carry,
+                                                              until=until, **options),
+                    self.beam_size)
+            return result.tokens, result.scores, result.attention
+
+        if self.beam_size <= 1:
+            return [greedy]
+        return [graph] if self._search_in_graph() else [start, advance]
 
 
 def _as_str(text):

@@ -87,6 +87,30 @@ def test_the_search_compiled_with_xla_gives_the_same_translations(translator_par
         np.testing.assert_allclose(compiled.score, plain.score, rtol=1e-5)
 
 
+@pytest.mark.tensorflow_only
+def test_the_graph_loop_gives_the_host_loops_hypotheses(translator_parts):
+    """Under TensorFlow a batch's beam search is one graph (`graph_shrinking_beam_search`);
+    the chunks driven from Python (`shrinking_beam_search`, what JAX, XLA and PyTorch run)
+    give the same n-best lists, scores and attention."""
+    lines = ["a dog runs .", "", "the cat sleeps", "a bird sings on a tree . two dogs play .",
+             "two dogs", "a cat runs on a tree"]
+    outputs = {}
+    for in_graph in (True, False):
+        translator = Translator(*translator_parts, beam_size=3, batch_size=4)
+        assert translator._search_in_graph()
+        translator._search_in_graph = lambda in_graph=in_graph: in_graph
+        outputs[in_graph] = translator.translate(lines, n_best=3)
+    for graph, host in zip(outputs[True], outputs[False], strict=True):
+        assert len(graph.n_best) == len(host.n_best)
+        for g, h in zip(graph.n_best or [graph], host.n_best or [host], strict=True):
+            assert g.text == h.text and g.ids == h.ids
+            np.testing.assert_allclose(g.score, h.score, rtol=1e-6)
+            if h.attention is None:
+                assert g.attention is None
+            else:
+                np.testing.assert_allclose(g.attention, h.attention, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.backends("torch")
 def test_xla_search_under_pytorch_is_an_error(translator_parts):
     with pytest.raises(ValueError, match="jit_compile=True needs the TensorFlow or JAX"):

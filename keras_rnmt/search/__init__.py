@@ -23,6 +23,7 @@ from keras_rnmt.search.beam_helpers import (
     take_beams,
     unflatten_beam_dim,
 )
+from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
 from keras_rnmt.search.greedy import GreedyState, greedy_search
 from keras_rnmt.search.output_limits import check_output_limits
 from keras_rnmt.search.result import SearchResult
@@ -43,6 +44,7 @@ __all__ = [
     "coverage_penalty",
     "flatten_beam_dim",
     "gather_beams",
+    "graph_shrinking_beam_search",
     "greedy_search",
     "length_penalty",
     "select_sentences",

@@ -7,6 +7,7 @@ still alive and, once at most half of the rows are, keeps only those
 (`select_sentences`), padded to a power of two (at least `min_rows`) so that compiled
 backends see a few batch sizes only. The hypotheses are those of `beam_search`: every
 sentence runs the same steps from the same state; only the rows around it change.
+`graph_shrinking.py` runs the same chunks inside one TensorFlow graph.
 """
 
 import numpy as np
@@ -87,62 +88,3 @@ def select_sentences(carry, rows, beam_size):
               for name, value in carry._asdict().items() if name not in ("step", "model_state")}
     model_state = tree.map_structure(lambda x: ops.take(x, beam_rows, axis=0), carry.model_state)
     return BeamState(step=carry.step, model_state=model_state, **fields)
-
-
-def graph_shrinking_beam_search(start, advance, beam_size, chunk_steps=4):
-    """`shrinking_beam_search` inside one TensorFlow graph (what the SavedModel runs).
-
-    A `tf.while_loop` over chunks of `chunk_steps` beam steps; after each chunk every
-    sentence's best finished hypothesis is copied to the outputs and, once at most half of
-    the rows are alive, only the alive sentences are kept. The carry's batch axis is
-    left unknown (`shape_invariants`), so no padding is needed: TensorFlow kernels take
-    any batch size without recompiling. TensorFlow only (eager or `tf.function`).
-
-    Args:
-        start: callable `() -> BeamState` (`beam_search_start` of the batch).
-        advance: callable `(carry, until) -> BeamState` (`beam_search_continue` up to step
-            `until`, an int32 scalar tensor).
-        beam_size: int, K.
-        chunk_steps: int. Steps between two looks at the batch. Defaults to 4.
-
-    Returns:
-        `(tokens int32 (B, T), scores float32 (B,))`: the best hypothesis of every sentence,
-        as `beam_search(...).tokens[:, 0]` and `.scores[:, 0]`.
-    """
-    import tensorflow as tf
-
-    carry = start()
-    batch = tf.shape(carry.alive_log_probs)[0]
-    steps = carry.alive_tokens.shape[-1]
-    tokens = tf.zeros([batch, steps], tf.int32)
-    scores = tf.zeros([batch], tf.float32)
-    rows = tf.range(batch)  # the batch row of every carry row
-
-    def alive_of(carry):
-        return tf.reduce_any(carry.alive_log_probs > NEG_INF, axis=1)
-
-    def cond(carry, rows, tokens, scores):
-        return tf.logical_and(carry.step < steps, tf.reduce_any(alive_of(carry)))
-
-    def body(carry, rows, tokens, scores):
-        carry = advance(carry, carry.step + chunk_steps)
-        index = rows[:, None]
-        tokens = tf.tensor_scatter_nd_update(tokens, index, carry.finished_tokens[:, 0])
-        scores = tf.tensor_scatter_nd_update(scores, index, carry.finished_scores[:, 0])
-        alive = alive_of(carry)
-        keep = tf.cast(tf.where(alive)[:, 0], tf.int32)
-
-        def shed():
-            return select_sentences(carry, keep, beam_size), tf.gather(rows, keep)
-
-        carry, rows = tf.cond(2 * tf.size(keep) <= tf.size(rows), shed, lambda: (carry, rows))
-        return carry, rows, tokens, scores
-
-    def any_batch(x):
-        x = tf.convert_to_tensor(x)
-        return tf.TensorShape([None] + x.shape[1:]) if x.shape.rank else x.shape
-
-    loop_vars = (carry, rows, tokens, scores)
-    invariants = tf.nest.map_structure(any_batch, loop_vars)  # the step stays a scalar
-    _, _, tokens, scores = tf.while_loop(cond, body, loop_vars, shape_invariants=invariants)
-    return tokens, scores

@@ -10,7 +10,7 @@ from keras_rnmt.search import (
     beam_search_start,
     select_sentences,
 )
-from keras_rnmt.search.shrinking import graph_shrinking_beam_search, shrinking_beam_search
+from keras_rnmt.search.shrinking import shrinking_beam_search
 
 from .fake_models import BOS, EOS, RandomModel
 
@@ -63,41 +63,3 @@ def test_select_sentences_gathers_sentences_and_their_beams():
     np.testing.assert_array_equal(ops.convert_to_numpy(picked.limits), [5, 5])
     assert tuple(picked.alive_tokens.shape) == (2, 2, 5)
     assert int(picked.step) == 1  # the carry after the first step
-
-
-@pytest.mark.tensorflow_only
-@pytest.mark.parametrize("chunk_steps", [1, 4])
-@pytest.mark.parametrize("traced", [False, True])
-def test_graph_version_gives_the_best_hypotheses_of_one_loop(chunk_steps, traced):
-    import tensorflow as tf
-
-    model = RandomModel(seed=5)
-    step = model.fixed_length_step()
-    state = stop_state(model)
-    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0)
-    limits = np.full((BATCH,), STEPS, "int32")
-    limits[4] = 7  # sentence 4 would stop at 10: its limit forces </s> at step 6 instead
-    expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
-                           **options)
-    sizes = []  # carry rows seen by each chunk (traced: once, unknown)
-
-    def search(state, limits):
-        def advance(carry, until):
-            sizes.append(carry.alive_log_probs.shape[0])
-            return beam_search_continue(step, carry, until=until, **options)
-
-        return graph_shrinking_beam_search(
-            lambda: beam_search_start(step, state, batch_size=tf.shape(limits)[0], bos_id=BOS,
-                                      max_length=limits, max_steps=STEPS, **options),
-            advance, BEAM, chunk_steps=chunk_steps)
-
-    if traced:  # as in the SavedModel: the batch size is unknown while tracing
-        spec = tf.nest.map_structure(
-            lambda x: tf.TensorSpec([None] + list(x.shape[1:]), x.dtype), (state, limits))
-        search = tf.function(search, input_signature=spec)
-    tokens, scores = search(state, tf.constant(limits))
-    np.testing.assert_array_equal(tokens.numpy(), ops.convert_to_numpy(expected.tokens)[:, 0])
-    np.testing.assert_allclose(scores.numpy(), ops.convert_to_numpy(expected.scores)[:, 0],
-                               rtol=1e-6)
-    if not traced and chunk_steps == 1:  # eager: the batch shrank as sentences finished
-        assert sizes[0] == BATCH and sizes[-1] < BATCH // 2, sizes
