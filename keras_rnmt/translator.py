@@ -88,10 +88,12 @@ class Translator:
             best hypothesis has ended) or "bound" (exact); see `keras_rnmt.search.beam`.
             Defaults to "current".
         jit_compile: bool. Under TensorFlow, compile the search with XLA
-            (`tf.function(jit_compile=True)`): on this project's CPU it decodes test2016
-            1.2-1.3x faster once compiled, and compiles each batch shape about twice as long
-            (pays off on large files). JAX always compiles with XLA; PyTorch decodes eagerly,
-            so there it is an error. Defaults to False.
+            (`tf.function(jit_compile=True)`): on this project's CPUs it decodes test2016
+            1.1-1.3x faster once compiled, and compiles each batch shape about twice as long
+            (pays off on large files). Without it, TensorFlow runs each batch's beam search
+            as one graph (`graph_shrinking_beam_search`); with it, as under JAX, Python
+            drives the search's chunks. JAX always compiles with XLA; PyTorch decodes
+            eagerly, so there it is an error. Defaults to False.
 
     Example (an untrained model: the words are random, the contract is not):
 
