@@ -8,7 +8,7 @@ from keras import ops
 from keras_rnmt.search import beam_search, beam_search_continue, beam_search_start
 
 from .fake_models import BOS, EOS, RandomModel
-from .test_shrinking import BATCH, BEAM, STEPS, stop_state
+from .test_shrinking import BATCH, BEAM, STEPS, one_loop
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -52,14 +52,9 @@ def assert_same_result(result, expected):
 @pytest.mark.parametrize("chunk_steps", [1, 4])
 @pytest.mark.parametrize("traced", [False, True])
 def test_same_result_as_one_loop(chunk_steps, traced):
-    model = RandomModel(seed=5)
-    step = model.fixed_length_step()
-    state = stop_state(model)
-    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0, n_best=2)
     limits = np.full((BATCH,), STEPS, "int32")
     limits[4] = 7  # sentence 4 would stop at 10: its limit forces </s> at step 6 instead
-    expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
-                           **options)
+    step, state, limits, options, expected = one_loop(5, limits, n_best=2)
     sizes = []  # carry rows seen by each chunk (traced: once, unknown)
     result = run(step, state, limits, options, chunk_steps, traced, sizes)
     assert tuple(result.tokens.shape) == (BATCH, 2, STEPS)
@@ -72,13 +67,7 @@ def test_same_result_as_one_loop(chunk_steps, traced):
 
 
 def test_without_the_attention_history():
-    model = RandomModel(seed=6)
-    step = model.fixed_length_step()
-    state = stop_state(model)
-    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0, keep_attention=False)
-    limits = np.full((BATCH,), STEPS, "int32")
-    expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
-                           **options)
+    step, state, limits, options, expected = one_loop(6, keep_attention=False)
     options.pop("keep_attention")  # beam_search_continue reads it from the carry
     import tensorflow as tf
 

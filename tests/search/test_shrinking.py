@@ -24,15 +24,22 @@ def stop_state(model):
     return dict(state, stop=ops.convert_to_tensor(stops))
 
 
-@pytest.mark.parametrize("chunk_steps, min_rows", [(1, 1), (2, 2), (4, 8)])
-def test_same_hypotheses_as_one_loop(chunk_steps, min_rows):
-    model = RandomModel(seed=3)
+def one_loop(seed, limits=None, **options):
+    """A random model's fixed-length step, its state, the limits (STEPS unless given), the
+    search options and `beam_search`'s result with them: what a chunked search must give."""
+    model = RandomModel(seed=seed)
     step = model.fixed_length_step()
     state = stop_state(model)
-    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0, n_best=2)
-    limits = np.full((BATCH,), STEPS, "int32")
+    options = dict(beam_size=BEAM, eos_id=EOS, length_penalty=1.0, **options)
+    limits = np.full((BATCH,), STEPS, "int32") if limits is None else limits
     expected = beam_search(step, state, batch_size=BATCH, bos_id=BOS, max_length=limits,
                            **options)
+    return step, state, limits, options, expected
+
+
+@pytest.mark.parametrize("chunk_steps, min_rows", [(1, 1), (2, 2), (4, 8)])
+def test_same_hypotheses_as_one_loop(chunk_steps, min_rows):
+    step, state, limits, options, expected = one_loop(3, n_best=2)
     looks = []
 
     def advance(carry, until):
