@@ -51,8 +51,10 @@ def count_rows(translator_module):
     from inside the graph.
     """
     counts = {"rows": 0}
+    from keras_rnmt.search import programs
+
     original = translator_module.shrinking_beam_search
-    original_graph = translator_module.graph_shrinking_beam_search
+    original_graph = programs.graph_shrinking_beam_search
 
     def counting(start, advance, beam_size, **options):
         def counted_start():
@@ -89,7 +91,7 @@ def count_rows(translator_module):
         return original_graph(counted_start, counted_advance, beam_size, **options)
 
     translator_module.shrinking_beam_search = counting
-    translator_module.graph_shrinking_beam_search = counting_graph
+    programs.graph_shrinking_beam_search = counting_graph
     import keras
 
     if keras.backend.backend() == "tensorflow":

@@ -10,16 +10,9 @@ import numpy as np
 from keras import ops
 
 from keras_rnmt.precision import warn_if_emulated
-from keras_rnmt.search import (
-    beam_search_continue,
-    beam_search_start,
-    check_output_limits,
-    check_stop_rule,
-    greedy_search,
-)
-from keras_rnmt.search.cast_once import cast_weights_once
+from keras_rnmt.search import check_output_limits, check_stop_rule
 from keras_rnmt.search.compiled import compile_search
-from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
+from keras_rnmt.search.programs import search_programs
 from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import check_word_tokenizers, replace_unknown
 
@@ -352,51 +345,11 @@ class Translator:
         return keras.backend.backend() == "tensorflow" and not self.jit_compile
 
     def _search_fns(self, n_best, max_steps):
-        """Greedy: `[run(source, max_length)]`; beam: `[start(source, max_length),
-        advance(carry, until)]` for `shrinking_beam_search`, or `[run(source, max_length)]`
-        with both inside `graph_shrinking_beam_search` (`_search_in_graph`)."""
-        model, target = self.model, self.target_tokenizer
-        options = dict(beam_size=self.beam_size, eos_id=target.eos_id, n_best=n_best,
-                       coverage_penalty=self.coverage_penalty,
-                       length_penalty=self.length_penalty, stop_rule=self.stop_rule)
-
-        def common(source, max_length):
-            return dict(batch_size=ops.shape(source)[0], bos_id=target.bos_id,
-                        max_length=max_length, source_mask=ops.not_equal(source, 0),
-                        max_steps=max_steps)
-
-        # Each compiled call casts a mixed-precision model's weights once, not every step.
-        def greedy(source, max_length):
-            with cast_weights_once(model):
-                state = model.search_state(source, max_length=max_steps)
-                result = greedy_search(model.search_step, state, eos_id=target.eos_id,
-                                       **common(source, max_length))
-            return result.tokens, result.scores, result.attention
-
-        def start(source, max_length):
-            with cast_weights_once(model):
-                state = model.search_state(source, max_length=max_steps)
-                return beam_search_start(model.search_step, state,
-                                         **{**common(source, max_length), **options})
-
-        def advance(carry, until):
-            with cast_weights_once(model):
-                return beam_search_continue(model.search_step, carry, until=until, **options)
-
-        def graph(source, max_length):
-            with cast_weights_once(model):
-                state = model.search_state(source, max_length=max_steps)
-                result = graph_shrinking_beam_search(
-                    lambda: beam_search_start(model.search_step, state,
-                                              **{**common(source, max_length), **options}),
-                    lambda carry, until: beam_search_continue(model.search_step, carry,
-                                                              until=until, **options),
-                    self.beam_size)
-            return result.tokens, result.scores, result.attention
-
-        if self.beam_size <= 1:
-            return [greedy]
-        return [graph] if self._search_in_graph() else [start, advance]
+        return search_programs(
+            self.model, self.target_tokenizer.bos_id, self.target_tokenizer.eos_id,
+            max_steps, beam_size=self.beam_size, n_best=n_best,
+            length_penalty=self.length_penalty, coverage_penalty=self.coverage_penalty,
+            stop_rule=self.stop_rule, in_graph=self._search_in_graph())
 
 
 def _as_str(text):

@@ -181,7 +181,7 @@ def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(transla
     import keras
     from run_helpers import save_run
 
-    from keras_rnmt import translator as translator_module
+    from keras_rnmt.search import programs
 
     model, source_tokenizer, target_tokenizer = translator_parts
     run_dir = save_run(str(tmp_path / "run"), model, source_tokenizer, target_tokenizer)
@@ -194,7 +194,7 @@ def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(transla
     results = half.translate(inputs)
     assert len(results) == 3 and results[1].text == ""
     # Weights cast once per search call give what a cast at every step gives.
-    monkeypatch.setattr(translator_module, "cast_weights_once", lambda m: contextlib.nullcontext())
+    monkeypatch.setattr(programs, "cast_weights_once", lambda m: contextlib.nullcontext())
     half._compiled = {}
     every_step = half.translate(inputs)
     assert [r.text for r in every_step] == [r.text for r in results]

@@ -1,0 +1,76 @@
+"""The search programs `Translator` compiles for a padded batch of source ids.
+
+Greedy search is one program. Beam search is either two programs that Python alternates
+(`beam_search_start`, then `beam_search_continue` chunk by chunk, for
+`shrinking.shrinking_beam_search`), or one program that runs both inside
+`graph_shrinking.graph_shrinking_beam_search` (TensorFlow without XLA). Each program casts a
+mixed-precision model's weights once per call, not at every step (`cast_once`).
+"""
+
+from keras import ops
+
+from keras_rnmt.search.beam import beam_search_continue, beam_search_start
+from keras_rnmt.search.cast_once import cast_weights_once
+from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
+from keras_rnmt.search.greedy import greedy_search
+
+
+def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, length_penalty,
+                    coverage_penalty, stop_rule, in_graph):
+    """The functions to compile for one output length T = ``max_steps``.
+
+    Args:
+        model: a model with ``search_state(source, max_length)`` and ``search_step``.
+        bos_id, eos_id: int, the target tokenizer's ids.
+        max_steps: int, T, the static output length.
+        beam_size, n_best, length_penalty, coverage_penalty, stop_rule: as `beam_search`.
+        in_graph: bool. Beam search as one program (`graph_shrinking_beam_search`).
+
+    Returns:
+        ``beam_size <= 1``: ``[run(source, max_length)]`` giving greedy ``(tokens (B, T),
+        scores (B,), attention (B, T, S) or None)``. Beam search: ``[run(source,
+        max_length)]`` giving ``(tokens (B, N, T), scores (B, N), attention (B, N, T, S) or
+        None)`` when ``in_graph``, else ``[start(source, max_length), advance(carry,
+        until)]`` for `shrinking_beam_search`. ``source`` is int32 (B, S), 0-padded;
+        ``max_length`` int32 (B,).
+    """
+    options = dict(beam_size=beam_size, eos_id=eos_id, n_best=n_best,
+                   coverage_penalty=coverage_penalty, length_penalty=length_penalty,
+                   stop_rule=stop_rule)
+
+    def common(source, max_length):
+        return dict(batch_size=ops.shape(source)[0], bos_id=bos_id, max_length=max_length,
+                    source_mask=ops.not_equal(source, 0), max_steps=max_steps)
+
+    def greedy(source, max_length):
+        with cast_weights_once(model):
+            state = model.search_state(source, max_length=max_steps)
+            result = greedy_search(model.search_step, state, eos_id=eos_id,
+                                   **common(source, max_length))
+        return result.tokens, result.scores, result.attention
+
+    def begin(source, max_length):
+        state = model.search_state(source, max_length=max_steps)
+        return beam_search_start(model.search_step, state,
+                                 **{**common(source, max_length), **options})
+
+    def resume(carry, until):
+        return beam_search_continue(model.search_step, carry, until=until, **options)
+
+    def start(source, max_length):
+        with cast_weights_once(model):
+            return begin(source, max_length)
+
+    def advance(carry, until):
+        with cast_weights_once(model):
+            return resume(carry, until)
+
+    def graph(source, max_length):
+        with cast_weights_once(model):
+            result = graph_shrinking_beam_search(lambda: begin(source, max_length), resume,
+                                                 beam_size)
+        return result.tokens, result.scores, result.attention
+
+    if beam_size <= 1:
+        return [greedy]
+    return [graph] if in_graph else [start, advance]
