@@ -50,9 +50,16 @@ def count_rows(translator_module):
     TensorFlow runs as a graph (`graph_shrinking_beam_search`) adds its rows to a variable
     from inside the graph.
     """
-    counts = {"rows": 0}
+    import keras
+
     from keras_rnmt.search import programs
 
+    counts = {"rows": 0}
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        # Created here, eagerly: `counting_graph` runs while a search is traced.
+        counts["variable"] = tf.Variable(0, dtype=tf.int64, trainable=False)
     original = translator_module.shrinking_beam_search
     original_graph = programs.graph_shrinking_beam_search
 
@@ -73,7 +80,7 @@ def count_rows(translator_module):
     def counting_graph(start, advance, beam_size, **options):
         import tensorflow as tf
 
-        variable = counts["variable"]  # created eagerly below: this runs while tracing
+        variable = counts["variable"]
 
         def counted(carry, rows):
             with tf.control_dependencies([variable.assign_add(tf.cast(rows, tf.int64))]):
@@ -92,12 +99,6 @@ def count_rows(translator_module):
 
     translator_module.shrinking_beam_search = counting
     programs.graph_shrinking_beam_search = counting_graph
-    import keras
-
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        counts["variable"] = tf.Variable(0, dtype=tf.int64, trainable=False)
     return counts
 
 
