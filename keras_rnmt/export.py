@@ -64,39 +64,26 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
                  coverage_penalty, max_length_a, max_length_b, max_output_length, stop_rule):
     import tensorflow as tf
 
-    from keras_rnmt.search import beam_search_continue, beam_search_start
-    from keras_rnmt.search.cast_once import cast_weights_once
-    from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
+    from keras_rnmt.search.programs import search_programs
 
-    bos_id, eos_id = target_tokenizer.bos_id, target_tokenizer.eos_id
     buckets = step_buckets(max_output_length)
-    options = dict(beam_size=beam_size, eos_id=eos_id, length_penalty=length_penalty,
-                   coverage_penalty=coverage_penalty, stop_rule=stop_rule)
     # Only the tokens are served: the attention history is carried only for the coverage
     # penalty (at T = 256 its buffers cost more memory traffic per step than the model).
-    keep_attention = coverage_penalty > 0
+    options = dict(beam_size=beam_size, n_best=1, length_penalty=length_penalty,
+                   coverage_penalty=coverage_penalty, stop_rule=stop_rule, in_graph=True,
+                   keep_attention=coverage_penalty > 0)
+    # `Translator`'s program for each bucket T: greedy search for beam 1, else beam search
+    # shedding the sentences already done between chunks of steps.
+    programs = {steps: search_programs(model, target_tokenizer.bos_id,
+                                       target_tokenizer.eos_id, steps, **options)[0]
+                for steps in buckets}
 
     def search(source, max_length, max_steps):
-        """Beam search on padded ids (B', S) -> (texts (B',), scores (B',)).
-
-        `beam_search`'s best hypotheses, in chunks of steps that shed the sentences
-        already done (as `Translator` does from Python).
-        """
-        with cast_weights_once(model):  # a mixed policy's casts stay outside the loop
-            tokens, scores = _search(source, max_length, max_steps)
+        """Search on padded ids (B', S) -> (texts (B',), scores (B',))."""
+        tokens, scores, _ = programs[max_steps](source, max_length)
+        if beam_size > 1:  # the best of the n-best list
+            tokens, scores = tokens[:, 0], scores[:, 0]
         return target_tokenizer.detokenize(tokens), scores
-
-    def _search(source, max_length, max_steps):
-        state = model.search_state(source)
-        result = graph_shrinking_beam_search(
-            lambda: beam_search_start(
-                model.search_step, state, batch_size=tf.shape(source)[0], bos_id=bos_id,
-                max_length=max_length, source_mask=tf.not_equal(source, 0),
-                max_steps=max_steps, keep_attention=keep_attention, **options),
-            lambda carry, until: beam_search_continue(
-                model.search_step, carry, until=until, **options),
-            beam_size)
-        return result.tokens[:, 0], result.scores[:, 0]
 
     def translate(strings):
         """Non-blank strings (B',) -> (texts (B',), scores (B',))."""
@@ -153,9 +140,9 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
 
     The serving graph does what `Translator` does in Python: tokenise, append `</s>`, pad
     with 0, limit each output to ceil(a·|source| + b) tokens (|source| counts `</s>`),
-    run beam search over `model.search_step` (`beam_search`'s hypotheses, with finished
-    sentences shed from the batch between chunks of steps:
-    `search.graph_shrinking.graph_shrinking_beam_search`), detokenise the best hypothesis. Blank
+    run `Translator`'s search over `model.search_step` (`search.programs.search_programs`:
+    greedy search for ``beam_size=1``, else `beam_search`'s hypotheses with finished
+    sentences shed from the batch between chunks of steps), detokenise the best hypothesis. Blank
     inputs give "" and score 0. Per-sentence limits above `max_output_length` are clipped
     to it (`Translator` has no such cap).
 

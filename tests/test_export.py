@@ -115,6 +115,38 @@ def test_export_under_mixed_bfloat16_serves_translator_outputs_in_that_policy(
     assert keras.config.dtype_policy().name == "float32"  # the global policy is left alone
 
 
+@pytest.mark.heavy
+def test_export_with_beam_1_serves_translators_greedy_search(run_dir, trained, tmp_path):
+    model, source, target = trained
+    path = export_run(run_dir, str(tmp_path / "greedy"), beam_size=1, max_output_length=64)
+
+    served = serve_in_tensorflow_only_process(path, INPUTS)
+    expected = Translator(model, source, target, beam_size=1).translate(INPUTS)
+    assert served["translations"] == [result.text for result in expected]
+    # Greedy scores are plain log-probabilities, not length-normalised ones.
+    assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-4)
+    assert served["translations"][0] == INPUTS[0]
+
+
+@pytest.mark.heavy
+def test_exported_transformer_serves_translator_outputs(trained, tmp_path):
+    _, source, target = trained
+    keras.utils.set_random_seed(1)
+    model = build_model(ModelConfig(
+        source_vocab_size=source.vocabulary_size(), target_vocab_size=target.vocabulary_size(),
+        model_type="transformer", embedding_dim=16, num_heads=2, intermediate_dim=32,
+        transformer_layers=1, dropout=0.0))
+    # Buckets of 16 and 32 steps; every limit ceil(1.5 |source| + 10) here is at most 21.
+    export_saved_model(model, source, target, str(tmp_path / "transformer"), beam_size=3,
+                       max_output_length=32)
+
+    served = serve_in_tensorflow_only_process(str(tmp_path / "transformer"), INPUTS)
+    expected = Translator(model, source, target, beam_size=3).translate(INPUTS)
+    assert served["translations"] == [result.text for result in expected]
+    assert served["scores"] == pytest.approx([result.score for result in expected], abs=1e-4)
+    assert len({text for text in served["translations"] if text}) > 1  # not one constant output
+
+
 def test_arguments_are_checked(trained, tmp_path):
     model, source, target = trained
     assert step_buckets(512) == (16, 64, 256, 512)

@@ -16,7 +16,7 @@ from keras_rnmt.search.greedy import greedy_search
 
 
 def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, length_penalty,
-                    coverage_penalty, stop_rule, in_graph):
+                    coverage_penalty, stop_rule, in_graph, keep_attention=True):
     """The functions to compile for one output length T = ``max_steps``.
 
     Args:
@@ -25,6 +25,10 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
         max_steps: int, T, the static output length.
         beam_size, n_best, length_penalty, coverage_penalty, stop_rule: as `beam_search`.
         in_graph: bool. Beam search as one program (`graph_shrinking_beam_search`).
+        keep_attention: bool. Beam search carries every hypothesis' attention history
+            (B, K, T, S); without it the attention returned is None. The SavedModel, which
+            serves only tokens, turns it off unless the coverage penalty needs it.
+            Defaults to True.
 
     Returns:
         ``beam_size <= 1``: ``[run(source, max_length)]`` giving greedy ``(tokens (B, T),
@@ -51,7 +55,7 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
 
     def begin(source, max_length):
         state = model.search_state(source, max_length=max_steps)
-        return beam_search_start(model.search_step, state,
+        return beam_search_start(model.search_step, state, keep_attention=keep_attention,
                                  **{**common(source, max_length), **options})
 
     def resume(carry, until):
