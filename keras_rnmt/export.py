@@ -80,10 +80,8 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
 
     def search(source, max_length, max_steps):
         """Search on padded ids (B', S) -> (texts (B',), scores (B',))."""
-        tokens, scores, _ = programs[max_steps](source, max_length)
-        if beam_size > 1:  # the best of the n-best list
-            tokens, scores = tokens[:, 0], scores[:, 0]
-        return target_tokenizer.detokenize(tokens), scores
+        tokens, scores, _ = programs[max_steps](source, max_length)  # 1-best lists
+        return target_tokenizer.detokenize(tokens[:, 0]), scores[:, 0]
 
     def translate(strings):
         """Non-blank strings (B',) -> (texts (B',), scores (B',))."""

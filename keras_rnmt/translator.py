@@ -330,12 +330,7 @@ class Translator:
                 lambda: start(self.model, source, max_length),
                 lambda carry, until: advance(self.model, carry, until), self.beam_size)
         result = self._compiled[key][0](self.model, source, max_length)
-        tokens, scores, attention = (None if x is None else ops.convert_to_numpy(x)
-                                     for x in result)
-        if self.beam_size > 1:
-            return tokens, scores, attention
-        attention = None if attention is None else attention[:, None]
-        return tokens[:, None], scores[:, None], attention
+        return tuple(None if x is None else ops.convert_to_numpy(x) for x in result)
 
     def _search_in_graph(self):
         """Whether beam search runs as one graph per batch (`graph_shrinking_beam_search`):

@@ -31,11 +31,11 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
             Defaults to True.
 
     Returns:
-        ``beam_size <= 1``: ``[run(source, max_length)]`` giving greedy ``(tokens (B, T),
-        scores (B,), attention (B, T, S) or None)``. Beam search: ``[run(source,
-        max_length)]`` giving ``(tokens (B, N, T), scores (B, N), attention (B, N, T, S) or
-        None)`` when ``in_graph``, else ``[start(source, max_length), advance(carry,
-        until)]`` for `shrinking_beam_search`. ``source`` is int32 (B, S), 0-padded;
+        Greedy search (``beam_size <= 1``), or beam search when ``in_graph``:
+        ``[run(source, max_length)]`` giving the n-best lists ``(tokens (B, N, T), scores
+        (B, N), attention (B, N, T, S) or None)``, N = ``n_best`` (1 for greedy search).
+        Else ``[start(source, max_length), advance(carry, until)]`` for
+        `shrinking_beam_search`. ``source`` is int32 (B, S), 0-padded;
         ``max_length`` int32 (B,).
     """
     options = dict(beam_size=beam_size, eos_id=eos_id, n_best=n_best,
@@ -51,7 +51,8 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
             state = model.search_state(source, max_length=max_steps)
             result = greedy_search(model.search_step, state, eos_id=eos_id,
                                    **common(source, max_length))
-        return result.tokens, result.scores, result.attention
+        attention = None if result.attention is None else result.attention[:, None]
+        return result.tokens[:, None], result.scores[:, None], attention  # a 1-best list
 
     def begin(source, max_length):
         state = model.search_state(source, max_length=max_steps)
