@@ -7,30 +7,16 @@ import warnings
 
 import numpy as np
 import pytest
+from toy_runs import halved_rates, toy_config
 
 from keras_rnmt.models import ModelConfig
 from keras_rnmt.training import train
-from keras_rnmt.training.checkpoints import list_checkpoints
 from keras_rnmt.training.config import TrainConfig
-
-
-@pytest.fixture
-def small_splits(monkeypatch):
-    """Validation and test cut to 32 sentences (one batch) to keep decoding cheap."""
-    load_splits = train.load_splits
-    monkeypatch.setattr(train, "load_splits", lambda config: {
-        name: (sources[:32], targets[:32]) if name != "train" else (sources, targets)
-        for name, (sources, targets) in load_splits(config).items()})
 
 
 @pytest.mark.heavy
 def test_plateau_decay_run_logs_its_learning_rate(tmp_path, small_splits):
-    config = TrainConfig(
-        dataset="toy", toy_examples=256, min_frequency=1,
-        model=ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
-                          dropout=0.0),
-        batch_size=32, epochs=4, steps_per_epoch=2, learning_rate=1e-2, lr_decay=0.5,
-        lr_patience=0, patience=0, beam_size=1, heatmap_sentences=0)
+    config = toy_config(epochs=4, lr_decay=0.5, lr_patience=0)
     results = train.train_and_evaluate(config, str(tmp_path))
     assert results["epochs_run"] == 4
     with open(tmp_path / "log.csv") as f:
@@ -39,43 +25,19 @@ def test_plateau_decay_run_logs_its_learning_rate(tmp_path, small_splits):
     rates = [float(row["learning_rate"]) for row in rows]
     # Epoch e's row holds the rate epoch e trained with; it is halved after every epoch
     # whose BLEU does not beat all earlier ones (patience 0), kept otherwise.
-    assert rates == pytest.approx(_halved_rates(bleus, 1e-2), rel=1e-6)
+    assert rates == pytest.approx(halved_rates(bleus, 1e-2), rel=1e-6)
     with open(tmp_path / "config.json") as f:
         assert json.load(f)["lr_decay"] == 0.5
     assert os.path.exists(tmp_path / "best.keras")
-
-
-def _halved_rates(bleus, rate):
-    """The rate of every epoch with patience 0: halved after each epoch whose BLEU does not
-    beat all earlier ones."""
-    expected, best = [], float("-inf")
-    for bleu in bleus:
-        expected.append(rate)
-        if bleu > best:
-            best = bleu
-        else:
-            rate /= 2
-    return expected
-
-
-def _toy_config(**overrides):
-    values = dict(
-        dataset="toy", toy_examples=256, min_frequency=1,
-        model=ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
-                          dropout=0.0),
-        batch_size=32, epochs=1, steps_per_epoch=2, learning_rate=1e-2, patience=0,
-        beam_size=1, heatmap_sentences=0)
-    return TrainConfig(**{**values, **overrides})
 
 
 @pytest.mark.heavy
 def test_init_from_starts_from_the_earlier_runs_best_weights_and_checks_vocabularies(
         tmp_path, small_splits, monkeypatch):
     import keras
-    import numpy as np
 
     first, second = tmp_path / "first", tmp_path / "second"
-    train.train_and_evaluate(_toy_config(), str(first))
+    train.train_and_evaluate(toy_config(), str(first))
     trained = keras.saving.load_model(first / "best.keras")
     loaded = {}
     initialize = train.initialize_from_run
@@ -85,7 +47,7 @@ def test_init_from_starts_from_the_earlier_runs_best_weights_and_checks_vocabula
         loaded["weights"] = [np.array(w) for w in model.get_weights()]
 
     monkeypatch.setattr(train, "initialize_from_run", spy)
-    train.train_and_evaluate(_toy_config(init_from=str(first), learning_rate=1e-3),
+    train.train_and_evaluate(toy_config(init_from=str(first), learning_rate=1e-3),
                              str(second))
     for got, want in zip(loaded["weights"], trained.get_weights(), strict=True):
         np.testing.assert_array_equal(got, np.array(want))
@@ -93,159 +55,16 @@ def test_init_from_starts_from_the_earlier_runs_best_weights_and_checks_vocabula
         assert json.load(f)["init_from"] == str(first)
     with pytest.raises(ValueError, match="source vocabulary .* differs from this run.s"):
         # min_frequency 1000 leaves only the special tokens: another vocabulary
-        train.train_and_evaluate(_toy_config(init_from=str(first), min_frequency=1000),
+        train.train_and_evaluate(toy_config(init_from=str(first), min_frequency=1000),
                                  str(tmp_path / "third"))
 
 
 def test_init_from_needs_a_trained_run(tmp_path, small_splits):
     with pytest.raises(FileNotFoundError, match="no best.keras"):
-        train.train_and_evaluate(_toy_config(init_from=str(tmp_path / "missing")),
+        train.train_and_evaluate(toy_config(init_from=str(tmp_path / "missing")),
                                  str(tmp_path / "second"))
 
 
-class Killed(Exception):
-    pass
-
-
-class KilledAtEpoch2(train.BleuCallback):
-    """`BleuCallback` that kills the run at the start of its third epoch (after the second
-    epoch's backup)."""
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == 2:
-            raise Killed
-        super().on_epoch_begin(epoch, logs)
-
-
-@pytest.mark.heavy
-def test_a_killed_run_resumes_with_its_best_model_and_rate(tmp_path, small_splits, monkeypatch):
-    """Kill a run at the start of its third epoch, start it again: it resumes from
-    `backup/`, and the best model, its record, the logged rates and the kept epoch
-    checkpoints are those of a run that never stopped (every epoch's BLEU logged once)."""
-
-    config = _toy_config(epochs=4, lr_decay=0.5, lr_patience=0, keep_checkpoints=2)
-    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
-    with pytest.raises(Killed):
-        train.train_and_evaluate(config, str(tmp_path))
-    assert (tmp_path / "backup").exists()
-    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2.__base__)  # small_splits stays
-    results = train.train_and_evaluate(config, str(tmp_path))
-    assert (results["epochs_run"], results["epochs_this_process"]) == (4, 2)
-    with open(tmp_path / "log.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert [int(row["epoch"]) for row in rows] == [0, 1, 2, 3]
-    bleus = [float(row["val_bleu"]) for row in rows]
-    with open(tmp_path / "best.json") as f:
-        record = json.load(f)
-    assert record["epoch"] == int(np.argmax(bleus)) + 1  # the first epoch with the top BLEU
-    assert [float(row["learning_rate"]) for row in rows] == pytest.approx(
-        _halved_rates(bleus, 1e-2), rel=1e-6)
-    assert [epoch for epoch, _ in list_checkpoints(str(tmp_path))] == [3, 4]
-    # The run's training time counts the epochs of the killed process too.
-    seconds = [float(row["epoch_seconds"]) for row in rows]
-    assert all(s > 0 for s in seconds)
-    assert results["training_seconds"] == pytest.approx(sum(seconds), abs=0.1)
-    assert results["training_seconds"] > sum(seconds[2:])
-    with pytest.raises(ValueError, match="keep_checkpoints must be >= 0"):
-        _toy_config(keep_checkpoints=-1)
-
-
-def _epoch_weights(run_dir, epoch):
-    """The weights `EpochCheckpoints` kept for `epoch`, as `{path in the file: array}`."""
-    import h5py
-
-    arrays = {}
-    with h5py.File(os.path.join(run_dir, "checkpoints", f"epoch-{epoch:03d}.weights.h5")) as f:
-        f.visititems(lambda name, item: arrays.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
-    return arrays
-
-
-@pytest.mark.heavy
-@pytest.mark.parametrize("steps_per_epoch", [0, 5])  # whole passes; a repeated stream
-def test_a_killed_run_trains_on_as_if_it_had_never_stopped(tmp_path, small_splits, monkeypatch,
-                                                           steps_per_epoch):
-    """With dropout and shuffled batches: killed at the start of its last epoch and started
-    again, a run logs the losses and ends with the weights of a run that never stopped
-    (`keras_rnmt.training.resume`: the data epoch and dropout's random state)."""
-
-    model = ModelConfig(embedding_dim=8, encoder_units=8, decoder_units=16, attention="dot",
-                        dropout=0.3)
-    config = _toy_config(epochs=3, steps_per_epoch=steps_per_epoch, model=model,
-                         keep_checkpoints=1)
-    train.train_and_evaluate(config, str(tmp_path / "straight"))
-    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2)
-    with pytest.raises(Killed):
-        train.train_and_evaluate(config, str(tmp_path / "resumed"))
-    assert sorted(os.listdir(tmp_path / "resumed" / "backup")) == [
-        "latest.weights.h5", "random_state-1.npz", "random_state-2.npz",
-        "training_metadata.json"]
-    monkeypatch.setattr(train, "BleuCallback", KilledAtEpoch2.__base__)  # small_splits stays
-    results = train.train_and_evaluate(config, str(tmp_path / "resumed"))
-    assert results["epochs_this_process"] == 1
-
-    def losses(name):
-        with open(tmp_path / name / "log.csv") as f:
-            return [float(row["loss"]) for row in csv.DictReader(f)]
-
-    straight, resumed = losses("straight"), losses("resumed")
-    assert len(straight) == 3 and len(set(straight)) == 3
-    np.testing.assert_allclose(resumed, straight, rtol=1e-6)
-    want, got = _epoch_weights(tmp_path / "straight", 3), _epoch_weights(tmp_path / "resumed", 3)
-    assert sorted(got) == sorted(want)
-    for name in want:
-        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
-
-
-def test_a_run_killed_after_its_last_epoch_counts_the_logged_epochs(tmp_path, small_splits,
-                                                                    monkeypatch):
-    """Killed after the last epoch's backup, before the test decode: started again, it trains
-    no epoch itself and reports the epochs in its log."""
-
-    class KilledAtTheEnd(train.BleuCallback):
-        def on_train_end(self, logs=None):
-            raise Killed  # before `BackupAndRestore` deletes `backup/`
-
-    config = _toy_config(epochs=2)
-    monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd)
-    with pytest.raises(Killed):
-        train.train_and_evaluate(config, str(tmp_path))
-    monkeypatch.setattr(train, "BleuCallback", KilledAtTheEnd.__base__)  # small_splits stays
-    results = train.train_and_evaluate(config, str(tmp_path))
-    assert (results["epochs_run"], results["epochs_this_process"]) == (2, 0)
-    with open(tmp_path / "log.csv") as f:
-        logged = sum(float(row["epoch_seconds"]) for row in csv.DictReader(f))
-    assert results["training_seconds"] == pytest.approx(logged, abs=0.1) and logged > 0
-
-
-def test_a_run_killed_during_its_test_decoding_is_tested_not_trained_again(
-        tmp_path, small_splits, monkeypatch):
-    """Killed after training ended (Keras has deleted `backup/`), before `results.json`:
-    started again, it trains nothing, logs no epoch twice and tests the same `best.keras`."""
-
-    def killed(*args, **kwargs):
-        raise Killed
-
-    config = _toy_config(epochs=2)
-    corpus_scores = train.corpus_scores
-    monkeypatch.setattr(train, "corpus_scores", killed)
-    with pytest.raises(Killed):
-        train.train_and_evaluate(config, str(tmp_path))
-    assert not (tmp_path / "backup").exists() and not (tmp_path / "results.json").exists()
-    log = (tmp_path / "log.csv").read_text()
-    best = (tmp_path / "best.keras").read_bytes()
-    with open(tmp_path / "trained.json") as f:
-        trained = json.load(f)
-    assert (trained["epochs_run"], trained["epochs_this_process"]) == (2, 2)
-
-    monkeypatch.setattr(train, "corpus_scores", corpus_scores)
-    monkeypatch.setattr(train, "fit", killed)  # training again would raise
-    results = train.train_and_evaluate(config, str(tmp_path))
-    assert (tmp_path / "log.csv").read_text() == log
-    assert (tmp_path / "best.keras").read_bytes() == best
-    assert {key: results[key] for key in trained} == trained
-    assert 0 <= results["test_bleu"] <= 100
-    assert len((tmp_path / "test_hypotheses.txt").read_text().splitlines()) == 32
 
 
 def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_splits,
@@ -278,7 +97,7 @@ def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipel
     monkeypatch.setattr(keras.Model, "compile", spy)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        train.train_and_evaluate(_toy_config(jit_compile="true"), str(tmp_path))
+        train.train_and_evaluate(toy_config(jit_compile="true"), str(tmp_path))
     # The run compiles with it (the default, "auto", would reach compile as "auto"); then
     # loading `best.keras` for the test set compiles from its saved config (False, above).
     assert seen[0] is True and seen[1:] == [False]
@@ -303,7 +122,7 @@ def test_whole_passes_declare_their_batch_count_so_fit_does_not_warn_they_ran_ou
     monkeypatch.setattr(keras.Model, "fit", spy)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        train.train_and_evaluate(_toy_config(steps_per_epoch=0, epochs=2), str(tmp_path))
+        train.train_and_evaluate(toy_config(steps_per_epoch=0, epochs=2), str(tmp_path))
     assert not [w for w in caught if "ran out of data" in str(w.message)]
     for name, dataset in seen.items():
         # The declared count is the batches a pass really has (else tf.data raises).
@@ -331,7 +150,7 @@ def test_a_token_budget_bounds_validation_batches_too(tmp_path, small_splits, mo
 
     monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)  # fit imports it late
     monkeypatch.setattr(train, "Translator", spy_translator)
-    train.train_and_evaluate(_toy_config(batch_by="tokens", batch_size=200), str(tmp_path))
+    train.train_and_evaluate(toy_config(batch_by="tokens", batch_size=200), str(tmp_path))
     assert len(datasets) == 2  # training, validation
     for dataset in datasets:
         for (source, target_in), _ in dataset.take(20):
@@ -364,7 +183,7 @@ def test_the_run_releases_the_training_programs_before_its_test_decoding(
 
     monkeypatch.setattr(train, "release_compiled_programs", release)
     monkeypatch.setattr(train, "Translator", test_translator)
-    train.train_and_evaluate(_toy_config(epochs=2), str(tmp_path))
+    train.train_and_evaluate(toy_config(epochs=2), str(tmp_path))
     # The validation BLEU's translators are made in `fit`, before the release.
     assert events[-2:] == ["release", "test translator"]
     assert events.count("release") == 1
@@ -392,7 +211,7 @@ def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_
 
     monkeypatch.setattr(keras_rnmt.data, "make_dataset", spy_dataset)
     with pytest.raises(Stop):
-        train.train_and_evaluate(_toy_config(shuffle_batches=shuffle_batches,
+        train.train_and_evaluate(toy_config(shuffle_batches=shuffle_batches,
                                              merge_remainders=shuffle_batches,
                                              seed_by_epoch=shuffle_batches), str(tmp_path))
     training, validation = calls
