@@ -123,6 +123,20 @@ def trained_run(tmp_path_factory):
     return built_once(tmp_path_factory, "trained_run", lambda path: train_run(str(path)))
 
 
+@pytest.fixture
+def small_splits(monkeypatch):
+    """The training tests' splits with validation and test cut to 32 sentences (one batch)
+    to keep decoding cheap. Here, not in `tests/training/conftest.py`: a second module named
+    `conftest` shadowed this one for `from conftest import ...` when `tests/training` was
+    collected first."""
+    from keras_rnmt.training import train
+
+    load_splits = train.load_splits
+    monkeypatch.setattr(train, "load_splits", lambda config: {
+        name: (sources[:32], targets[:32]) if name != "train" else (sources, targets)
+        for name, (sources, targets) in load_splits(config).items()})
+
+
 def multi30k_dir():
     """Return the Multi30k folder from KERAS_RNMT_DATA.
 
