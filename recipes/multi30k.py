@@ -43,16 +43,13 @@ def config():
         # Batches hold sources of one length (width 1): 8% target padding, against 11% with
         # width 2 and 34% with width 16 (1.46x the training tokens/s under JAX from 16 to 2,
         # 1.04-1.12x more from 2 to 1), for one compilation per length (benchmarks/RESULTS.md
-        # §1). The runs of §4 used width 2; two runs at width 1 with the old batch order scored
-        # 0.5-0.7 BLEU below their width-2 seed, and with the batches shuffled (the default
-        # since 2026-11-29) recurrent k=5 and Bahdanau scored level with it (-0.11, -0.01; §4,
-        # "Shuffled batches at width 1"). With the leftovers merged as well (every default),
-        # recurrent k=5 trails width 2 shuffled by 0.97 test BLEU over three seeds while level
-        # or ahead on validation (§4, "Every default again, seed 1"): train at width 2, as
-        # recipes/multi30k_plateau.py does, to reproduce §4's table. Under JAX its programs
-        # held 29.8k of Linux's 65,530 memory mappings after one epoch of recurrent k=5 with
-        # the leftover batches merged (the default), 62.8k without (README, "Compiled programs
-        # and Linux's mapping limit").
+        # §1). The runs of §4 used width 2. At width 1 with the buckets' leftovers merged
+        # (the default until 2026-12-02), recurrent k=5 trailed width 2 by 0.97 test BLEU over
+        # three seeds; not merged (the default now), on seed 0 it scored +1.14 over the merged
+        # run and Bahdanau +0.48 (§4, "Leftovers not merged at width 1"). Under JAX a recurrent
+        # k=5 run's programs then hold 62.8k of Linux's 65,530 memory mappings (29.8k merged;
+        # README, "Compiled programs and Linux's mapping limit"): a bigger model can cross the
+        # cap, and --merge-remainders true halves the count. §4's table: multi30k_plateau.py.
         bucket_width=1,
         epochs=30,
         optimizer="adam",

@@ -163,12 +163,12 @@ def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_re
                       epoch=None):
     """The training and validation datasets `fit` trains on (`make_dataset`).
 
-    Both pad to their bucket's bound (one static shape per bucket) and merge the buckets'
-    leftovers into batches of nearby lengths (`merge_remainders`): fewer batch shapes, so
-    fewer compiled programs. Data-parallel training splits every batch evenly over the
-    `num_replicas` devices: each bucket's last, incomplete batch is filled up with
-    all-<pad>-target copies, which add nothing to the loss (nothing is dropped); token
-    batches hold a multiple of the device count.
+    Both pad to their bucket's bound (one static shape per bucket) and, with
+    `merge_remainders` (off by default), merge the buckets' leftovers into batches of
+    nearby lengths: fewer batch shapes, so fewer compiled programs. Data-parallel training
+    splits every batch evenly over the `num_replicas` devices: each bucket's last,
+    incomplete batch is filled up with all-<pad>-target copies, which add nothing to the
+    loss (nothing is dropped); token batches hold a multiple of the device count.
 
     Returns:
         `(train, valid)`: `tf.data.Dataset`s of `((source_ids, target_in), target_out)`.
