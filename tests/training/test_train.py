@@ -226,12 +226,8 @@ def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_
     assert training["pad_to_bucket"] is validation["pad_to_bucket"] is True
 
 
-def test_shuffle_batches_defaults_on_and_reads_from_the_command_line():
-    assert TrainConfig().shuffle_batches is True
-    assert TrainConfig().override({"shuffle-batches": "false"}).shuffle_batches is False
-
-
-@pytest.mark.parametrize("field, default", [("merge_remainders", False),
+@pytest.mark.parametrize("field, default", [("shuffle_batches", True),
+                                            ("merge_remainders", False),
                                             ("seed_by_epoch", True)])
 def test_pipeline_switches_default_and_read_from_the_command_line(field, default):
     # Merging is off: at width 1 it cost test BLEU (benchmarks/RESULTS.md §4).
