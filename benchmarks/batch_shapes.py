@@ -1,5 +1,6 @@
 """Batch shapes of SB's training and validation datasets: the programs a compiled backend
-builds, by bucket width, with and without merged leftover batches.
+builds, by bucket width, with and without merged leftover training batches (the validation
+batches are always merged).
 
     python benchmarks/batch_shapes.py                       # widths 1 and 2, a few seconds
     python benchmarks/batch_shapes.py --widths 1 4 --set batch_size=32

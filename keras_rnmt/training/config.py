@@ -38,8 +38,9 @@ class TrainConfig:
     batch_by: str = "sentences"  # "sentences" | "tokens"
     bucket_width: int = 16  # length bucket width; batches are padded to bucket bounds
     shuffle_batches: bool = True  # shuffle the batches too, not only the pairs (make_dataset)
-    # Batch the length buckets' leftovers together (make_dataset): fewer shapes to compile, but
-    # at width 1 on Multi30k it cost test BLEU (RESULTS.md §4, "Leftovers not merged at width 1").
+    # Batch the training length buckets' leftovers together (make_dataset): fewer shapes to
+    # compile, but at width 1 on Multi30k it cost test BLEU (RESULTS.md §4, "Leftovers not
+    # merged at width 1"). The validation batches are always merged (training_datasets).
     merge_remainders: bool = False
     seed_by_epoch: bool = True  # shuffle each epoch from (seed, epoch): resumed runs train alike
     epochs: int = 10  # training epochs (upper bound with early stopping)

@@ -163,12 +163,16 @@ def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_re
                       epoch=None):
     """The training and validation datasets `fit` trains on (`make_dataset`).
 
-    Both pad to their bucket's bound (one static shape per bucket) and, with
-    `merge_remainders` (off by default), merge the buckets' leftovers into batches of
-    nearby lengths: fewer batch shapes, so fewer compiled programs. Data-parallel training
-    splits every batch evenly over the `num_replicas` devices: each bucket's last,
-    incomplete batch is filled up with all-<pad>-target copies, which add nothing to the
-    loss (nothing is dropped); token batches hold a multiple of the device count.
+    Both pad to their bucket's bound (one static shape per bucket). The training batches
+    merge the buckets' leftovers into batches of nearby lengths only with
+    `merge_remainders` (off by default: at width 1 it cost test BLEU). The validation
+    batches always do: they only compute `val_loss`, so merging changes no update and saves
+    compiled programs (on Multi30k at width 1: 14 validation shapes instead of 37, about
+    5,300 fewer memory mappings for recurrent k=5 under JAX), and `val_loss` no longer
+    depends on how the training batches are made. Data-parallel training splits every batch
+    evenly over the `num_replicas` devices: each bucket's last, incomplete batch is filled
+    up with all-<pad>-target copies, which add nothing to the loss (nothing is dropped);
+    token batches hold a multiple of the device count.
 
     Returns:
         `(train, valid)`: `tf.data.Dataset`s of `((source_ids, target_in), target_out)`.
@@ -177,14 +181,15 @@ def training_datasets(config, splits, source_tokenizer, target_tokenizer, num_re
 
     common = dict(batch_size=config.batch_size, batch_by=config.batch_by,
                   bucket_width=config.bucket_width, pad_to_bucket=True,
-                  merge_remainders=config.merge_remainders, batch_multiple=num_replicas)
+                  batch_multiple=num_replicas)
     train = make_dataset(*splits["train"], source_tokenizer, target_tokenizer, shuffle=True,
+                         merge_remainders=config.merge_remainders,
                          seed=config.seed, shuffle_batches=config.shuffle_batches,
                          repeat=bool(config.steps_per_epoch),
                          epoch=epoch if config.seed_by_epoch else None,
                          steps_per_epoch=config.steps_per_epoch or None, **common)
     valid = make_dataset(*splits["val"], source_tokenizer, target_tokenizer, shuffle=False,
-                         **common)
+                         merge_remainders=True, **common)
     return train, valid
 
 

@@ -314,9 +314,11 @@ def test_batch_shapes_counts_the_shapes_of_the_training_datasets(capsys, monkeyp
     for row in rows:  # every sentence once, whatever the batching
         assert (row["train"]["sentences"], row["val"]["sentences"]) == (29000, 1014)
     plain, merged = rows[0], rows[1]
+    assert merged["train"]["shapes"] < plain["train"]["shapes"]
+    assert merged["train"]["batches"] < plain["train"]["batches"]
+    # The validation batches are merged whatever the switch (`training_datasets`).
+    assert merged["val"] == plain["val"]
     for split in ("train", "val"):
-        assert merged[split]["shapes"] < plain[split]["shapes"]
-        assert merged[split]["batches"] < plain[split]["batches"]
         # One incomplete batch per 8-token bucket at most (Multi30k's longest pair: 45 + 1).
         assert merged[split]["incomplete_batches"] <= 6
     assert plain["train"]["incomplete_batches"] == plain["train"]["shapes"] - 22  # SB, width 1

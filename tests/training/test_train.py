@@ -194,8 +194,8 @@ def test_the_run_releases_the_training_programs_before_its_test_decoding(
 @pytest.mark.parametrize("shuffle_batches", [True, False])
 def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_merged(
         tmp_path, small_splits, monkeypatch, shuffle_batches):
-    """`shuffle_batches` and `seed_by_epoch` reach the training pipeline; validation batches
-    keep their order; `merge_remainders` reaches both."""
+    """`shuffle_batches`, `seed_by_epoch` and `merge_remainders` reach the training
+    pipeline; validation batches keep their order and always merge their leftovers."""
     import keras_rnmt.data
 
     calls = []
@@ -220,9 +220,11 @@ def test_the_config_decides_whether_training_batches_are_shuffled_and_leftovers_
     # The training data's epoch is `model.fit`'s (`DataEpoch`), unless the config says not to.
     assert (training["epoch"] is not None) is shuffle_batches
     assert training["steps_per_epoch"] == 2  # `_toy_config`'s, for its repeated stream
-    # Both merge the length buckets' leftovers (fewer batch shapes to compile) when the
-    # config says so (`merge_remainders`).
-    assert training["merge_remainders"] is validation["merge_remainders"] is shuffle_batches
+    # Training merges the length buckets' leftovers when the config says so
+    # (`merge_remainders`); validation always does: it changes no update, and compiles fewer
+    # programs.
+    assert training["merge_remainders"] is shuffle_batches
+    assert validation["merge_remainders"] is True
     assert training["pad_to_bucket"] is validation["pad_to_bucket"] is True
 
 
