@@ -11,7 +11,7 @@ import sys
 
 import keras
 
-from keras_rnmt.data import build_tokenizer, make_dataset
+from keras_rnmt.data import build_tokenizer, make_dataset, with_batch_count
 from keras_rnmt.models import ModelConfig, build_model
 from keras_rnmt.training.callbacks import BleuCallback
 from keras_rnmt.training.heatmap_callback import AttentionHeatmapCallback
@@ -62,7 +62,10 @@ def train_run(path, epochs=2, heatmap_sentences=SOURCES[:2], **overrides):
         return Translator(m, source_tokenizer, target_tokenizer, beam_size=1, max_length_b=4)
 
     model.compile(optimizer=keras.optimizers.Adam(3e-2), loss=MaskedCrossEntropy())
-    model.fit(data.repeat(), validation_data=data, epochs=epochs, steps_per_epoch=5, verbose=0,
+    # The batch count declared, as `keras-rnmt train` does: Keras then does not warn after
+    # each validation pass that the input "ran out of data".
+    valid, _ = with_batch_count(data)
+    model.fit(data.repeat(), validation_data=valid, epochs=epochs, steps_per_epoch=5, verbose=0,
               shuffle=False, callbacks=[
                   BleuCallback(factory, SOURCES, TARGETS, os.path.join(path, "best.keras"),
                                patience=0),
