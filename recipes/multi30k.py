@@ -45,10 +45,10 @@ def config():
         # 1.04-1.12x more from 2 to 1), for one compilation per length (benchmarks/RESULTS.md
         # §1). The runs of §4 used width 2. At width 1 with the buckets' leftovers merged
         # (the default until 2026-12-02), recurrent k=5 trailed width 2 by 0.97 test BLEU over
-        # three seeds; not merged (the default now), both models by 0.42 over four seeds,
-        # behind in seven of the eight runs (§4, "Seed 3, Bahdanau, and four seed pairs at the
-        # defaults"), though recurrent k=5 scored higher on validation: multi30k_plateau.py
-        # (width 2) for the highest BLEU.
+        # three seeds; not merged (the default now), recurrent k=5 by 0.64 and Bahdanau by 0.30
+        # over five seeds, behind in eight of the ten runs, which cuts recurrent k=5's lead
+        # over Bahdanau from +0.47 at width 2 to +0.12 (§4, "Reading, five seed pairs at the
+        # defaults"): multi30k_plateau.py (width 2) for the highest BLEU.
         # Under JAX a recurrent k=5 run's programs then hold 57.5k of Linux's 65,530 memory
         # mappings (29.8k merged; README, "Compiled programs and Linux's mapping limit"): a
         # bigger model can cross the cap, and --merge-remainders true halves the count.
