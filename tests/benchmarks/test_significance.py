@@ -1,9 +1,11 @@
 """`benchmarks/significance.py`: the paired bootstrap over the committed quality records and
 the exact sign-flip test over seed pairs."""
 
+import itertools
 import json
 import os
 
+import numpy as np
 import pytest
 from conftest import multi30k_dir
 from script_helpers import BENCHMARKS, run_main, run_script
@@ -71,6 +73,22 @@ def test_sign_flip_test_is_exact_on_small_cases():
     # One flipped small difference still counts as extreme: 4 of the 16 sign patterns.
     assert significance.sign_flip_test([0.11, 0.36, -0.03, 1.97])[2] == 4 / 16
     assert significance.sign_flip_test([1.0, -1.0])[2] == 1.0
+
+
+def test_sign_flip_test_is_exact_past_the_enumerated_block():
+    import significance
+
+    # 26 pairs (the pooled recipes of RESULTS §4) exceed the 16-sign block: 10 prefixes.
+    # Equal differences: only all-positive and all-negative reach the observed mean.
+    assert significance.sign_flip_test([0.5] * 26)[2] == 2 / 2**26
+    # One large and 25 small: flipping any sign lowers |sum| below the observed 5.5.
+    assert significance.sign_flip_test([3.0] + [0.1] * 25)[2] == 2 / 2**26
+    # 17 pairs, split across the block boundary, agree with a direct count.
+    differences = [0.3, -0.2, 0.5, 0.1, -0.4, 0.6, 0.2, -0.1, 0.7, 0.05, 0.3, -0.6, 0.4, 0.2,
+                   -0.3, 0.9, 0.15]
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=17)))
+    expected = np.mean(np.abs(signs @ np.abs(differences)) >= abs(sum(differences)) - 1e-9)
+    assert significance.sign_flip_test(differences)[2] == expected
 
 
 def test_group_permutation_test_is_exact_on_small_cases():
