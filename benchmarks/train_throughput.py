@@ -3,6 +3,7 @@
     python benchmarks/train_throughput.py                    # everything (about 40 min here)
     python benchmarks/train_throughput.py --backends jax --no-joeynmt --steps 50
     python benchmarks/train_throughput.py --backends tensorflow tensorflow:mixed_bfloat16
+    python benchmarks/train_throughput.py --backends jax jax:matmul_precision=bfloat16
     python benchmarks/train_throughput.py --no-joeynmt --steps 2 --warmup 1 \
         --set embedding_dim=8 encoder_units=8 decoder_units=16 max_vocabulary=200  # smoke
 
@@ -37,6 +38,16 @@ def run_worker(backend, steps, warmup, settings=(), extra=()):
     return result_line(process, f"{backend} worker")
 
 
+def backend_settings(variant):
+    """The config overrides of a `--backends` entry's part after the colon: a dtype policy
+    name, or comma-separated KEY=VALUE pairs."""
+    if not variant:
+        return []
+    if "=" in variant:
+        return variant.split(",")
+    return [f"dtype_policy={variant}"]
+
+
 def joeynmt_rate(run, skip_first=1):
     """JoeyNMT's training tokens/s: mean of its log windows after the first `skip_first`."""
     windows = [rate for _, rate in run["train_windows"][skip_first:]]
@@ -48,7 +59,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"],
-                        help="BACKEND or BACKEND:DTYPE_POLICY (e.g. torch:mixed_bfloat16)")
+                        help="BACKEND, BACKEND:DTYPE_POLICY (e.g. torch:mixed_bfloat16) or "
+                             "BACKEND:KEY=VALUE[,KEY=VALUE] (e.g. jax:matmul_precision=bfloat16)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="SB overrides for our model (e.g. bucket_width=8)")
     parser.add_argument("--no-joeynmt", action="store_true", help="skip the peer")
@@ -61,8 +73,8 @@ def main(argv=None):
     print(f"numpy float32 matmul peak (2048x2048): {peak / 1e9:.1f} GFLOP/s", flush=True)
     figures = {"matmul_peak_gflop_per_second": round(peak / 1e9, 1), "ours": {}}
     for backend in args.backends:
-        name, _, policy = backend.partition(":")
-        settings = list(args.set) + ([f"dtype_policy={policy}"] if policy else [])
+        name, _, variant = backend.partition(":")
+        settings = list(args.set) + backend_settings(variant)
         result = run_worker(name, args.steps, args.warmup, settings)
         # Significant figures, not decimals: a smoke run's tiny model stays above 0.
         result["fraction_of_peak"] = float(f"{result['gflop_per_second'] * 1e9 / peak:.3g}")

@@ -131,12 +131,14 @@ def main(argv=None):
     import numpy as np
 
     from keras_rnmt.data import make_dataset
+    from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 
     overrides = dict(item.split("=", 1) for item in args.set)
     config = sb_config(**overrides)
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
+    set_matmul_precision(config.matmul_precision)
     if args.run_dir:
         os.makedirs(args.run_dir, exist_ok=True)
         with open(os.path.join(args.run_dir, "config.json"), "w") as f:

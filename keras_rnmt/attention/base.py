@@ -4,6 +4,8 @@ import keras
 from keras import ops
 
 from keras_rnmt.attention.checks import check_positive_int
+from keras_rnmt.matmul_precision import matmul as precision_matmul
+from keras_rnmt.matmul_precision import matmul_precision
 
 
 def large_negative(dtype):
@@ -24,15 +26,25 @@ class MatrixDense(keras.layers.Dense):
     gradient inside the decoder's `while_loop` needs a transpose permutation that XLA cannot
     fold when the batch and source length are dynamic, so `fit(jit_compile=True)` on a
     `tf.data` pipeline failed to compile (and Keras' `jit_compile="auto"` picks XLA on a GPU).
+    Under `matmul_precision("bfloat16")` (JAX) the product takes bfloat16 operands and
+    float32 sums (`keras_rnmt.matmul_precision`).
     """
 
     def call(self, inputs, training=None):
         if len(inputs.shape) <= 2:
-            return super().call(inputs, training=training)
+            return self._call_2d(inputs, training)
         shape = ops.shape(inputs)
         flat = ops.reshape(inputs, (-1, shape[-1]))
-        outputs = super().call(flat, training=training)
+        outputs = self._call_2d(flat, training)
         return ops.reshape(outputs, (*shape[:-1], self.units))
+
+    def _call_2d(self, inputs, training):
+        if matmul_precision() == "float32" or self.quantization_mode or self.lora_enabled:
+            return super().call(inputs, training=training)
+        outputs = precision_matmul(inputs, self.kernel)
+        if self.use_bias:
+            outputs = ops.add(outputs, self.bias)
+        return self.activation(outputs) if self.activation is not None else outputs
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_rnmt.attention.base import MatrixDense
 from keras_rnmt.loop import scan
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
 from keras_rnmt.models.deferred_scan import deferred_scan
@@ -91,7 +92,7 @@ class AttentionDecoder(keras.layers.Layer):
                 for i in range(num_layers * self.states_per_layer)
             ]
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
-        self.output_layer = keras.layers.Dense(
+        self.output_layer = MatrixDense(
             vocabulary_size, dtype=self.dtype_policy, name="output_projection"
         )
         self.seed_generator = keras.random.SeedGenerator(0)

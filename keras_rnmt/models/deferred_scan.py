@@ -20,6 +20,9 @@ initial state, the per-step inputs) is differentiated by plain autodiff as befor
 import keras
 from keras import ops, tree
 
+from keras_rnmt.matmul_precision import matmul as precision_matmul
+from keras_rnmt.matmul_precision import weight_gradient
+
 
 def deferred_scan(step, variables, kernels, context, init, xs):
     """`jax.lax.scan` of `step` with the gradients of `kernels` taken after the loop.
@@ -81,7 +84,7 @@ def deferred_scan(step, variables, kernels, context, init, xs):
         pullback, inputs, kernel_values = residuals
         d_others, d_context, d_init, d_xs, d_probes = pullback(cotangents)
         d_kernels = [
-            ops.cast(ops.einsum("tbi,tbo->io", x, delta), kernel.dtype)
+            ops.cast(weight_gradient(x, delta), kernel.dtype)
             for x, delta, kernel in zip(inputs, d_probes, kernel_values)
         ]
         d_values = _merge(len(values), positions, d_kernels, d_others)
@@ -100,7 +103,7 @@ class _Matmul:
         self.inputs = [None] * len(positions)
 
     def __call__(self, x, kernel):
-        out = ops.matmul(x, kernel)
+        out = precision_matmul(x, kernel)
         n = self.kernels.get(id(kernel))
         if n is None:
             return out

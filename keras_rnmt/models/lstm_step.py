@@ -2,10 +2,13 @@
 
 from keras import ops
 
+from keras_rnmt.matmul_precision import matmul as precision_matmul
+
 
 def plain_matmul(x, kernel):
-    """`x @ kernel` for a Keras variable `kernel`: the matmul every path but JAX training uses."""
-    return ops.matmul(x, kernel)
+    """`x @ kernel` for a Keras variable `kernel`, at the current `matmul_precision`: the
+    matmul every path but JAX training uses."""
+    return precision_matmul(x, kernel)
 
 
 def lstm_step(cell, x, states, matmul=plain_matmul):

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from keras_rnmt.matmul_precision import MATMUL_PRECISIONS
 from keras_rnmt.models.config import ModelConfig, _check_choice
 from keras_rnmt.training.distribution import DISTRIBUTIONS
 
@@ -56,6 +57,9 @@ class TrainConfig:
     init_from: str = ""  # a run directory: start from its best.keras weights (fine-tuning)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
+    # "bfloat16" (JAX only): float32 model, the decoder's products from bfloat16 operands with
+    # float32 sums (keras_rnmt.matmul_precision; 4-6x faster matmuls on a CPU with AMX).
+    matmul_precision: str = "float32"
     distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)
     jit_compile: str = "auto"  # "auto" (XLA under JAX; under TensorFlow on a GPU) | "true" | "false"
     seed: int = 0  # data shuffling and initialisation
@@ -74,6 +78,7 @@ class TrainConfig:
         _check_choice("tokenizer", self.tokenizer, ("word", "wordpiece", "sentencepiece"))
         _check_choice("batch_by", self.batch_by, ("sentences", "tokens"))
         _check_choice("dtype_policy", self.dtype_policy, POLICIES)
+        _check_choice("matmul_precision", self.matmul_precision, MATMUL_PRECISIONS)
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
         _check_choice("distribute", self.distribute, DISTRIBUTIONS)
         _check_choice("jit_compile", self.jit_compile, tuple(JIT_COMPILE))

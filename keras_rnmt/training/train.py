@@ -12,6 +12,7 @@ import time
 import keras
 
 from keras_rnmt.evaluation import corpus_scores
+from keras_rnmt.matmul_precision import set_matmul_precision
 from keras_rnmt.models import build_model
 from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.training.callbacks import BleuCallback
@@ -124,6 +125,7 @@ def train_and_evaluate(config, run_dir):
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
     warn_if_emulated(config.dtype_policy)
+    set_matmul_precision(config.matmul_precision)
 
     splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
     trained_path = os.path.join(run_dir, "trained.json")

@@ -1,0 +1,147 @@
+"""bfloat16 matmul operands with float32 accumulation, for float32 models (JAX).
+
+Under `matmul_precision("bfloat16")` the model's large products take their operands rounded
+to bfloat16 and accumulate and return float32:
+
+    y = bf16(x) · bf16(W)        (float32 sums and result; everything else stays float32)
+
+the same numerics as JAX's default matmul precision on TPUs and, with TF32 instead of
+bfloat16, on recent GPUs. Variables, activations, the softmax and the optimizer stay
+float32, unlike Keras' `mixed_bfloat16` policy, which computes every layer in bfloat16.
+
+Why: on a CPU with AMX, XLA's bfloat16 × bfloat16 → float32 dots run 4-6× as fast as
+float32 ones (1,300-1,700 against about 300 GFLOP/s for 2048² here), while a dot with a
+bfloat16 *result* (what `mixed_bfloat16` asks for) runs at 0.6-0.8× float32
+(`benchmarks/RESULTS.md` §1, "bfloat16 operands with float32 sums"). The backward pass is
+written out (`jax.custom_vjp`) so its two products take bfloat16 operands too:
+
+    ∂L/∂x = bf16(g) · bf16(W)ᵀ,      ∂L/∂W = bf16(x)ᵀ · bf16(g)
+
+What goes through it: the decoder's LSTM and W_c products (`lstm_step`, `deferred_scan`),
+and every `MatrixDense` (attention projections, the bridge, the vocabulary projection). The
+encoder's Keras LSTM layers keep float32 products.
+
+    >>> matmul_precision()
+    'float32'
+"""
+
+import contextlib
+
+import keras
+from keras import ops
+
+MATMUL_PRECISIONS = ("float32", "bfloat16")
+_current = ["float32"]
+
+
+def check_matmul_precision(value, backend=None):
+    """Raise a ValueError unless `value` is a valid precision for `backend` (default: Keras's)."""
+    if value not in MATMUL_PRECISIONS:
+        raise ValueError(f"Unknown matmul_precision {value!r}. Valid choices: "
+                         f"{', '.join(map(repr, MATMUL_PRECISIONS))}")
+    backend = backend or keras.backend.backend()
+    if value == "bfloat16" and backend != "jax":
+        raise ValueError(
+            f"matmul_precision='bfloat16' is implemented under JAX only (KERAS_BACKEND=jax); "
+            f"the backend is {backend!r}. Use matmul_precision='float32', or "
+            "dtype_policy='mixed_bfloat16' for bfloat16 under TensorFlow and PyTorch.")
+
+
+def matmul_precision():
+    """The current matmul precision: "float32" or "bfloat16"."""
+    return _current[0]
+
+
+def set_matmul_precision(value):
+    """Set the matmul precision of every model built or traced from now on.
+
+    Args:
+        value: "float32" (plain float32 products) or "bfloat16" (JAX only: bfloat16
+            operands, float32 sums and result).
+    """
+    check_matmul_precision(value)
+    _current[0] = value
+
+
+@contextlib.contextmanager
+def matmul_precision_scope(value):
+    """`with matmul_precision_scope("bfloat16"):` sets the precision inside the block only."""
+    previous = matmul_precision()
+    set_matmul_precision(value)
+    try:
+        yield
+    finally:
+        _current[0] = previous
+
+
+def _reduced(*tensors):
+    """True when the current precision rounds these float32 operands to bfloat16."""
+    return _current[0] == "bfloat16" and all(
+        keras.backend.standardize_dtype(t.dtype) == "float32" for t in tensors)
+
+
+def matmul(x, kernel):
+    """`x @ kernel` at the current precision.
+
+    Args:
+        x: (..., k) tensor.
+        kernel: (k, n) tensor or Keras variable.
+
+    Returns:
+        (..., n): float32 from bfloat16 operands under "bfloat16" when both are float32;
+        otherwise `ops.matmul(x, kernel)`.
+    """
+    kernel = kernel.value if isinstance(kernel, keras.Variable) else kernel
+    if not _reduced(x, kernel) or len(kernel.shape) != 2:
+        return ops.matmul(x, kernel)
+    return _bf16_matmul()(x, kernel)
+
+
+def weight_gradient(x, delta):
+    """Σ_t x_tᵀ δ_t for stacked (steps, batch, in) inputs and (steps, batch, out) deltas,
+    at the current precision; (in, out) float32."""
+    if not _reduced(x, delta):
+        return ops.einsum("tbi,tbo->io", x, delta)
+    import jax.numpy as jnp
+
+    return jnp.einsum("tbi,tbo->io", x.astype(jnp.bfloat16), delta.astype(jnp.bfloat16),
+                      preferred_element_type=jnp.float32)
+
+
+_cache = {}
+
+
+def _bf16_matmul():
+    """The JAX function bf16(x) · bf16(W) → float32 with the backward pass in bfloat16."""
+    if "fn" in _cache:
+        return _cache["fn"]
+    import jax
+    import jax.numpy as jnp
+
+    bf16, f32 = jnp.bfloat16, jnp.float32
+
+    @jax.custom_vjp
+    def product(x, kernel):
+        return jnp.matmul(x.astype(bf16), kernel.astype(bf16), preferred_element_type=f32)
+
+    def forward(x, kernel):
+        x16, kernel16 = x.astype(bf16), kernel.astype(bf16)
+        return jnp.matmul(x16, kernel16, preferred_element_type=f32), (x16, kernel16)
+
+    def backward(residuals, g):
+        x16, kernel16 = residuals
+        g16 = g.astype(bf16)
+        k, n = kernel16.shape
+        # How each product is written decides XLA's kernel here (AMX, 2026-12-02): g · Wᵀ
+        # as `jnp.matmul(g, W.T)` ran at 147-177 GFLOP/s, as a `dot_general` contracting
+        # both last axes at 930-950; xᵀ · g over 2-D operands at 230-260, with a leading
+        # unit axis at 1,230 (`benchmarks/RESULTS.md` §1, "bfloat16 operands").
+        d_x = jax.lax.dot_general(g16, kernel16, (((g16.ndim - 1,), (1,)), ((), ())),
+                                  preferred_element_type=f32)
+        d_kernel = jnp.einsum("bti,bto->io", x16.reshape(1, -1, k), g16.reshape(1, -1, n),
+                              preferred_element_type=f32)
+        return d_x, d_kernel
+
+    product.defvjp(forward, backward)
+    _cache["fn"] = product
+    return product
