@@ -35,16 +35,18 @@ SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 
 def decode(backend, run_dir, stop_rule, dtype_policy="", sentences=0):
-    """`decode_worker.py` under `backend`: "tensorflow", "jax", "torch", or "tensorflow:xla"
-    (the search compiled with XLA)."""
+    """`decode_worker.py` under `backend`: "tensorflow", "jax", "torch", "tensorflow:xla"
+    (the search compiled with XLA) or "jax:matmul_precision=bfloat16"."""
     name, _, variant = backend.partition(":")
-    if variant not in ("", "xla"):
-        raise ValueError(f"Unknown backend variant {backend!r}: only 'tensorflow:xla'")
+    options = {"": [], "xla": ["--jit-compile"],
+               "matmul_precision=bfloat16": ["--matmul-precision", "bfloat16"]}
+    if variant not in options:
+        raise ValueError(f"Unknown backend variant {backend!r}: only 'tensorflow:xla' and "
+                         "'jax:matmul_precision=bfloat16'")
     env = worker_env(KERAS_BACKEND=name)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
                               "--stop-rule", stop_rule, "--dtype-policy", dtype_policy,
-                              "--sentences", str(sentences)]
-                             + (["--jit-compile"] if variant == "xla" else []),
+                              "--sentences", str(sentences)] + options[variant],
                              env=env, capture_output=True, text=True, cwd=HERE)
     return result_line(process, f"{backend} decode")
 
@@ -71,7 +73,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="*",
                         default=["tensorflow", "tensorflow:xla", "jax", "torch"],
-                        help="tensorflow:xla = TensorFlow with the search compiled by XLA")
+                        help="tensorflow:xla = TensorFlow with the search compiled by XLA; "
+                             "jax:matmul_precision=bfloat16 = JAX with bfloat16 matmul operands")
     parser.add_argument("--stop-rule", default="current",
                         help="beam search's stop rule for ours: current (the default, as "
                              "JoeyNMT's) or bound (exact)")

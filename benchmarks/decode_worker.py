@@ -31,11 +31,17 @@ def main(argv=None):
                         help="TensorFlow: compile the search with XLA (Translator's jit_compile)")
     parser.add_argument("--sentences", type=int, default=0,
                         help="only the first N test2016 sentences (0 = all)")
+    parser.add_argument("--matmul-precision", default="float32",
+                        help="JAX: 'bfloat16' searches with bfloat16 matmul operands and float32 "
+                             "sums (keras_rnmt.matmul_precision)")
     args = parser.parse_args(argv)
     import keras
     import sacrebleu
 
+    from keras_rnmt.matmul_precision import matmul_precision, set_matmul_precision
     from keras_rnmt.translator import Translator
+
+    set_matmul_precision(args.matmul_precision)
 
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
         sources = f.read().splitlines()
@@ -58,6 +64,7 @@ def main(argv=None):
     result = {
         "backend": keras.backend.backend(),
         "dtype_policy": translator.model.dtype_policy.name,
+        "matmul_precision": matmul_precision(),
         "stop_rule": args.stop_rule,
         "jit_compile": args.jit_compile,
         "sentences": len(sources),

@@ -120,6 +120,7 @@ def main(argv=None):
     from sb import sb_config, training_flops
     from train_worker import compiled_model, fit_batches, synthetic_batches
 
+    from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 
     if keras.backend.backend() != "jax":
@@ -128,6 +129,7 @@ def main(argv=None):
     config = sb_config(**dict(item.split("=", 1) for item in args.set))
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
+    set_matmul_precision(config.matmul_precision)
     _, source_tokenizer, target_tokenizer = prepare_data(config, None)
     batches = synthetic_batches(args.warmup + 2 * args.steps, config.batch_size, args.length,
                                 source_tokenizer.vocabulary_size(),

@@ -184,6 +184,7 @@ def main(argv=None):
     result = {
         "backend": keras.backend.backend(),
         "jit_compile": bool(model.jit_compile),
+        "matmul_precision": config.matmul_precision,
         "attention": model_config.attention,
         "window": model_config.window,
         "steps": len(timed),

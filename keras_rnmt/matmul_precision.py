@@ -88,11 +88,13 @@ def matmul(x, kernel):
         kernel: (k, n) tensor or Keras variable.
 
     Returns:
-        (..., n): float32 from bfloat16 operands under "bfloat16" when both are float32;
-        otherwise `ops.matmul(x, kernel)`.
+        (..., n): float32 from bfloat16 operands under "bfloat16" when both are float32 and
+        n > 1; otherwise `ops.matmul(x, kernel)`. A matrix-vector product (n = 1, the
+        additive score's v_a) stays float32: it gains nothing, and its bfloat16 weight
+        gradient cost a transposed copy of x at every decoder step (11 ms a training step).
     """
     kernel = kernel.value if isinstance(kernel, keras.Variable) else kernel
-    if not _reduced(x, kernel) or len(kernel.shape) != 2:
+    if not _reduced(x, kernel) or len(kernel.shape) != 2 or kernel.shape[1] == 1:
         return ops.matmul(x, kernel)
     return _bf16_matmul()(x, kernel)
 

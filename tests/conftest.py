@@ -76,14 +76,19 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
-    """Each test starts from a clean global Keras state (policy, names, seeds)."""
+    """Each test starts from a clean global Keras state (policy, names, seeds) and float32
+    matmuls."""
     import keras
 
+    from keras_rnmt.matmul_precision import set_matmul_precision
+
     keras.config.set_dtype_policy("float32")
+    set_matmul_precision("float32")
     keras.utils.clear_session(free_memory=False)
     keras.utils.set_random_seed(0)
     yield
     keras.config.set_dtype_policy("float32")
+    set_matmul_precision("float32")
 
 
 def built_once(tmp_path_factory, name, build):

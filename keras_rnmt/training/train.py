@@ -119,13 +119,13 @@ def train_and_evaluate(config, run_dir):
     Returns:
         dict of results (test BLEU, chrF, signatures, training time, steps).
     """
+    set_matmul_precision(config.matmul_precision)  # a ValueError outside JAX, before any file
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         f.write(config.to_json())
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
     warn_if_emulated(config.dtype_policy)
-    set_matmul_precision(config.matmul_precision)
 
     splits, source_tokenizer, target_tokenizer = prepare_data(config, run_dir)
     trained_path = os.path.join(run_dir, "trained.json")

@@ -34,15 +34,17 @@ def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_
         tmp_path):
     path = tmp_path / "train.json"
     out = run_script("train_throughput.py", "--backends", "tensorflow", "jax", "torch",
-                     "--no-joeynmt", "--steps", "2", "--warmup", "1", "--json", str(path),
-                     "--set", *TINY)
+                     "jax:matmul_precision=bfloat16", "--no-joeynmt", "--steps", "2",
+                     "--warmup", "1", "--json", str(path), "--set", *TINY)
     result = figures(out)
     assert json.loads(path.read_text()) == result
     assert result["matmul_peak_gflop_per_second"] > 0
     ours = result["ours"]
-    assert sorted(ours) == ["jax", "tensorflow", "torch"]
+    assert sorted(ours) == ["jax", "jax:matmul_precision=bfloat16", "tensorflow", "torch"]
     for backend, row in ours.items():
-        assert row["backend"] == backend and row["steps"] == 2
+        name, _, settings = backend.partition(":")
+        assert row["backend"] == name and row["steps"] == 2
+        assert row["matmul_precision"] == ("bfloat16" if settings else "float32")
         # Speed is the script's to print, not the test's to judge: the fraction of the peak is
         # only checked to be the printed GFLOP/s over the printed peak (3 significant digits).
         assert row["target_tokens_per_second"] > 0
@@ -87,12 +89,16 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     out = run_script("decode_throughput.py", "--no-joeynmt", "--run-dir", str(run_dir),
                      "--saved-model", str(saved), "--train-steps", "2", "--train-warmup", "1",
                      "--sentences", "40", "--backends", "tensorflow:xla", "jax", "torch",
+                     "jax:matmul_precision=bfloat16",
                      "--max-output-length", "64", "--set", *TINY)
     result = figures(out)
     assert result["ours_training"]["steps"] == 2
     assert (run_dir / "best.keras").exists() and (saved / "saved_model.pb").exists()
-    assert sorted(result["ours"]) == ["jax", "tensorflow:xla", "torch"]
+    assert sorted(result["ours"]) == ["jax", "jax:matmul_precision=bfloat16", "tensorflow:xla",
+                                      "torch"]
     assert result["ours"]["tensorflow:xla"]["jit_compile"]
+    assert [row["matmul_precision"] for row in result["ours"].values()] == \
+        ["float32", "float32", "float32", "bfloat16"]
     for backend, row in result["ours"].items():
         assert row["backend"] == backend.partition(":")[0] and row["sentences"] == 40
         assert row["sentences_per_second"] > 0 and row["mean_output_tokens"] > 0
@@ -204,6 +210,14 @@ def test_matmul_precision_measures_each_backend_in_both_precisions():
     out = run_script("matmul_precision.py", "--shapes", "8x16x32", data=False)
     lines = [line for line in out.splitlines() if "8x16 by 16x32" in line]
     assert [line.split()[0] for line in lines] == ["tensorflow", "jax", "torch"]
+
+
+@pytest.mark.backends("jax")
+def test_bf16_products_measures_every_form_of_each_product():
+    out = run_script("bf16_products.py", "--shapes", "8x16x32", backend="jax", data=False)
+    figures = result_line(out)
+    assert list(figures) == ["8x16x32"]
+    assert len(figures["8x16x32"]) == 7 and all(v > 0 for v in figures["8x16x32"].values())
 
 
 def test_matmul_precision_names_a_bad_shape(capsys):

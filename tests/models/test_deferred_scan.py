@@ -8,6 +8,7 @@ import pytest
 from model_helpers import reverse_copy_batch, small_model
 
 from keras_rnmt.loop import scan
+from keras_rnmt.matmul_precision import matmul_precision_scope
 from keras_rnmt.models import attention_decoder
 from keras_rnmt.models.deferred_scan import deferred_scan
 
@@ -116,6 +117,22 @@ def test_mixed_precision_gradients_match_the_plain_loop(monkeypatch):
         assert got.dtype == expected.dtype == np.float32
         scale = np.linalg.norm(expected)
         assert np.linalg.norm(got - expected) <= 2e-2 * scale + 1e-6
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:4], ids=lambda v: "-".join(map(str, v.values())))
+def test_bfloat16_matmul_gradients_match_the_plain_loop_and_differ_from_float32(
+        variant, monkeypatch):
+    float32 = gradients(variant)[1]
+    with matmul_precision_scope("bfloat16"):
+        model, deferred = gradients(variant)
+        monkeypatch.setattr(attention_decoder, "deferred_scan", plain_scan)
+        _, plain = gradients(variant)
+    for variable, got, expected in zip(model.trainable_variables, deferred, plain):
+        assert got.dtype == expected.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6, err_msg=variable.path)
+    # The rounded operands show: bfloat16 has an 8-bit significand.
+    error = max(np.abs(g - e).max() / np.abs(e).max() for g, e in zip(deferred, float32))
+    assert 1e-4 < error < 5e-2
 
 
 def test_a_kernel_outside_the_step_variables_is_an_error():

@@ -82,6 +82,24 @@ def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_sp
     assert results["epochs_run"] == 1
 
 
+def test_bfloat16_matmuls_train_under_jax_and_are_refused_before_any_file_elsewhere(
+        tmp_path, small_splits):
+    import keras
+
+    config = toy_config(matmul_precision="bfloat16")
+    if keras.backend.backend() != "jax":
+        with pytest.raises(ValueError, match="implemented under JAX only"):
+            train.train_and_evaluate(config, str(tmp_path / "run"))
+        assert not os.path.exists(tmp_path / "run")
+        return
+    results = train.train_and_evaluate(config, str(tmp_path / "run"))
+    assert results["epochs_run"] == 1
+    with open(tmp_path / "run" / "log.csv") as f:
+        assert np.isfinite(float(next(csv.DictReader(f))["loss"]))
+    with open(tmp_path / "run" / "config.json") as f:
+        assert json.load(f)["matmul_precision"] == "bfloat16"
+
+
 @pytest.mark.heavy
 def test_the_run_passes_jit_compile_to_compile_and_leaves_shuffling_to_the_pipeline(
         tmp_path, small_splits, monkeypatch):
