@@ -24,6 +24,8 @@ import sys
 STOP_RULES_CHOICES = ("current", "bound")
 # keras_rnmt.training.config.POLICIES, spelled out so `--help` needs no heavy import.
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+# keras_rnmt.matmul_precision.MATMUL_PRECISIONS, likewise.
+MATMUL_PRECISIONS = ("float32", "bfloat16")
 # What bad input raises: our own messages (file and line, or the valid choices) are ValueErrors,
 # and a missing file is an OSError. Anything else is a bug and keeps its traceback.
 USER_ERRORS = (ValueError, OSError)
@@ -96,9 +98,11 @@ def _report_progress(done, total):
 
 
 def cmd_translate(args, _):
+    from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.translator import Translator
     from keras_rnmt.unk import load_dictionary
 
+    set_matmul_precision(args.matmul_precision)  # a ValueError outside JAX
     translator = Translator.from_run(
         args.run_dir, beam_size=args.beam_size, batch_size=args.batch_size,
         replace_unk=args.replace_unk or bool(args.unk_dictionary),
@@ -149,8 +153,10 @@ def _search_options(args):
 def cmd_evaluate(args, _):
     from keras_rnmt.data import read_parallel
     from keras_rnmt.evaluation import corpus_perplexity, corpus_scores
+    from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.translator import Translator
 
+    set_matmul_precision(args.matmul_precision)  # a ValueError outside JAX
     translator = Translator.from_run(args.run_dir, beam_size=args.beam_size,
                                      replace_unk=args.replace_unk, **_search_options(args))
     sources, references = read_parallel(args.source, args.reference)
@@ -275,6 +281,9 @@ def _add_search_options(parser):
     parser.add_argument("--jit-compile", action="store_true",
                         help="TensorFlow: compile the search with XLA (faster once compiled, "
                              "slower to compile; for large files)")
+    parser.add_argument("--matmul-precision", default="float32", choices=MATMUL_PRECISIONS,
+                        help="JAX: bfloat16 = the decoder's products from bfloat16 operands "
+                             "with float32 sums (faster on CPUs with AMX)")
 
 
 def build_parser():

@@ -247,10 +247,35 @@ def test_translate_in_bfloat16_and_a_bad_policy(run_dir, tmp_path, capsys):
 
 
 def test_the_cli_lists_the_training_dtype_policies():
-    from keras_rnmt.cli import DTYPE_POLICIES
+    from keras_rnmt.cli import DTYPE_POLICIES, MATMUL_PRECISIONS
+    from keras_rnmt.matmul_precision import MATMUL_PRECISIONS as PRECISIONS
     from keras_rnmt.training.config import POLICIES
 
-    assert DTYPE_POLICIES == POLICIES
+    assert DTYPE_POLICIES == POLICIES and MATMUL_PRECISIONS == PRECISIONS
+
+
+def test_translate_with_bfloat16_matmuls_under_jax_or_a_one_line_error(run_dir, tmp_path,
+                                                                       capsys):
+    import keras
+
+    from keras_rnmt.matmul_precision import matmul_precision_scope
+
+    lines = ["a dog runs .", "", "the cat sleeps"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "out.txt"
+    command = ["translate", str(run_dir), "-i", str(source), "-o", str(output),
+               "--beam-size", "2", "--matmul-precision", "bfloat16"]
+    if keras.backend.backend() != "jax":
+        with pytest.raises(SystemExit):
+            main(command)
+        assert "implemented under JAX only" in capsys.readouterr().err
+        assert not output.exists()
+        return
+    main(command)
+    with matmul_precision_scope("bfloat16"):
+        expected = Translator.from_run(run_dir, beam_size=2).translate(lines)
+    assert output.read_text(encoding="utf-8").split("\n")[:-1] == [r.text for r in expected]
 
 
 def test_export_passes_the_model_file_search_options_and_dtype_policy(monkeypatch, tmp_path):
