@@ -9,17 +9,18 @@ the same numerics as JAX's default matmul precision on TPUs and, with TF32 inste
 bfloat16, on recent GPUs. Variables, activations, the softmax and the optimizer stay
 float32, unlike Keras' `mixed_bfloat16` policy, which computes every layer in bfloat16.
 
-Why: on a CPU with AMX, XLA's bfloat16 × bfloat16 → float32 dots run 4-6× as fast as
-float32 ones (1,300-1,700 against about 300 GFLOP/s for 2048² here), while a dot with a
-bfloat16 *result* (what `mixed_bfloat16` asks for) runs at 0.6-0.8× float32
-(`benchmarks/RESULTS.md` §1, "bfloat16 operands with float32 sums"). The backward pass is
+Why: on a CPU with AMX, XLA's bfloat16 × bfloat16 → float32 dots ran 3-6× as fast as
+float32 ones (SB's vocabulary projection at 1,683 against 273 GFLOP/s), while a dot with a
+bfloat16 *result* (what `mixed_bfloat16` asks for) ran at 0.6-0.8× float32
+(`benchmarks/bf16_products.py`; `benchmarks/RESULTS.md` §1, "bfloat16 operands with float32
+sums"). The backward pass is
 written out (`jax.custom_vjp`) so its two products take bfloat16 operands too:
 
     ∂L/∂x = bf16(g) · bf16(W)ᵀ,      ∂L/∂W = bf16(x)ᵀ · bf16(g)
 
 What goes through it: the decoder's LSTM and W_c products (`lstm_step`, `deferred_scan`),
-and every `MatrixDense` (attention projections, the bridge, the vocabulary projection). The
-encoder's Keras LSTM layers keep float32 products.
+and every `MatrixDense` (the attention projections, the vocabulary projection). The
+encoder's Keras LSTM layers and the bridge keep float32 products.
 
     >>> matmul_precision()
     'float32'
@@ -93,10 +94,12 @@ def matmul(x, kernel):
         additive score's v_a) stays float32: it gains nothing, and its bfloat16 weight
         gradient cost a transposed copy of x at every decoder step (11 ms a training step).
     """
-    kernel = kernel.value if isinstance(kernel, keras.Variable) else kernel
-    if not _reduced(x, kernel) or len(kernel.shape) != 2 or kernel.shape[1] == 1:
+    if _current[0] == "float32":
         return ops.matmul(x, kernel)
-    return _bf16_matmul()(x, kernel)
+    value = kernel.value if isinstance(kernel, keras.Variable) else kernel  # autocast
+    if not _reduced(x, value) or len(value.shape) != 2 or value.shape[1] == 1:
+        return ops.matmul(x, kernel)
+    return _bf16_matmul()(x, value)
 
 
 def weight_gradient(x, delta):
@@ -134,10 +137,10 @@ def _bf16_matmul():
         x16, kernel16 = residuals
         g16 = g.astype(bf16)
         k, n = kernel16.shape
-        # How each product is written decides XLA's kernel here (AMX, 2026-12-02): g · Wᵀ
-        # as `jnp.matmul(g, W.T)` ran at 147-177 GFLOP/s, as a `dot_general` contracting
-        # both last axes at 930-950; xᵀ · g over 2-D operands at 230-260, with a leading
-        # unit axis at 1,230 (`benchmarks/RESULTS.md` §1, "bfloat16 operands").
+        # How each product is written decides XLA's kernel (AMX, 2026-12-02, SB's vocabulary
+        # projection; `benchmarks/bf16_products.py`): g · Wᵀ as `jnp.matmul(g, W.T)` ran at
+        # 220 GFLOP/s, as a `dot_general` contracting both last axes at 1,154; xᵀ · g over
+        # 2-D operands at 223, with a leading unit axis at 1,528.
         d_x = jax.lax.dot_general(g16, kernel16, (((g16.ndim - 1,), (1,)), ((), ())),
                                   preferred_element_type=f32)
         d_kernel = jnp.einsum("bti,bto->io", x16.reshape(1, -1, k), g16.reshape(1, -1, n),
