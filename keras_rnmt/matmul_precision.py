@@ -13,8 +13,8 @@ Why: on a CPU with AMX, XLA's bfloat16 × bfloat16 → float32 dots ran 3-6× as
 float32 ones (SB's vocabulary projection at 1,683 against 273 GFLOP/s), while a dot with a
 bfloat16 *result* (what `mixed_bfloat16` asks for) ran at 0.6-0.8× float32
 (`benchmarks/bf16_products.py`; `benchmarks/RESULTS.md` §1, "bfloat16 operands with float32
-sums"). The backward pass is
-written out (`jax.custom_vjp`) so its two products take bfloat16 operands too:
+sums"). The backward pass is written out (`jax.custom_vjp`) so that its two products take
+bfloat16 operands too:
 
     ∂L/∂x = bf16(g) · bf16(W)ᵀ,      ∂L/∂W = bf16(x)ᵀ · bf16(g)
 
