@@ -27,6 +27,7 @@ encoder's Keras LSTM layers and the bridge keep float32 products.
 """
 
 import contextlib
+import functools
 
 import keras
 from keras import ops
@@ -35,12 +36,12 @@ MATMUL_PRECISIONS = ("float32", "bfloat16")
 _current = ["float32"]
 
 
-def check_matmul_precision(value, backend=None):
-    """Raise a ValueError unless `value` is a valid precision for `backend` (default: Keras's)."""
+def check_matmul_precision(value):
+    """Raise a ValueError unless `value` is a valid precision under the Keras backend."""
     if value not in MATMUL_PRECISIONS:
         raise ValueError(f"Unknown matmul_precision {value!r}. Valid choices: "
                          f"{', '.join(map(repr, MATMUL_PRECISIONS))}")
-    backend = backend or keras.backend.backend()
+    backend = keras.backend.backend()
     if value == "bfloat16" and backend != "jax":
         raise ValueError(
             f"matmul_precision='bfloat16' is implemented under JAX only (KERAS_BACKEND=jax); "
@@ -113,13 +114,9 @@ def weight_gradient(x, delta):
                       preferred_element_type=jnp.float32)
 
 
-_cache = {}
-
-
+@functools.cache
 def _bf16_matmul():
     """The JAX function bf16(x) · bf16(W) → float32 with the backward pass in bfloat16."""
-    if "fn" in _cache:
-        return _cache["fn"]
     import jax
     import jax.numpy as jnp
 
@@ -127,7 +124,7 @@ def _bf16_matmul():
 
     @jax.custom_vjp
     def product(x, kernel):
-        return jnp.matmul(x.astype(bf16), kernel.astype(bf16), preferred_element_type=f32)
+        return forward(x, kernel)[0]
 
     def forward(x, kernel):
         x16, kernel16 = x.astype(bf16), kernel.astype(bf16)
@@ -148,5 +145,4 @@ def _bf16_matmul():
         return d_x, d_kernel
 
     product.defvjp(forward, backward)
-    _cache["fn"] = product
     return product
