@@ -28,9 +28,12 @@ encoder's Keras LSTM layers and the bridge keep float32 products.
 
 import contextlib
 import functools
+import warnings
 
 import keras
 from keras import ops
+
+from keras_rnmt.precision import emulated_matmul_precision_warning
 
 MATMUL_PRECISIONS = ("float32", "bfloat16")
 _current = ["float32"]
@@ -57,11 +60,18 @@ def matmul_precision():
 def set_matmul_precision(value):
     """Set the matmul precision of every model built or traced from now on.
 
+    Warns (RuntimeWarning) when "bfloat16" is set on a CPU without native bfloat16
+    matmuls, where the products are emulated (`keras_rnmt.precision`).
+
     Args:
         value: "float32" (plain float32 products) or "bfloat16" (JAX only: bfloat16
             operands, float32 sums and result).
     """
     check_matmul_precision(value)
+    if value != _current[0]:
+        message = emulated_matmul_precision_warning(value)
+        if message:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
     _current[0] = value
 
 

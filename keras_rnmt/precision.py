@@ -7,7 +7,8 @@ the type. Measured on an AVX2-only AMD EPYC host (benchmarks/RESULTS.md §1, 202
 trained under mixed_bfloat16 at 0.04x float32's speed under PyTorch (50 vs 1,365 target
 tokens/s), 0.79x under JAX and 1.04x under TensorFlow. On the project's AVX-512 BF16 host the
 same policy trained 1.44x faster under TensorFlow. So `train_and_evaluate` and
-`Translator` warn when asked for a 16-bit policy on a CPU that lacks the instructions.
+`Translator` warn when asked for a 16-bit policy on a CPU that lacks the instructions, and
+`set_matmul_precision("bfloat16")` warns there too (its products are bfloat16 dots).
 
     >>> emulated_precision_warning("float32") is None
     True
@@ -79,6 +80,20 @@ def emulated_precision_warning(policy, flags=None, accelerator=None):
             f"the CPU flags {', '.join(native)}): the backend emulates it, which can be many "
             "times slower than float32 (PyTorch trained 27x slower on an AVX2 CPU). Use "
             "dtype_policy='float32' here.")
+
+
+def emulated_matmul_precision_warning(precision, flags=None, accelerator=None):
+    """The warning for `matmul_precision=precision` here, or None: as
+    `emulated_precision_warning`, for the bfloat16 operands of
+    `keras_rnmt.matmul_precision`, which need the flags of "mixed_bfloat16"."""
+    if precision != "bfloat16" or emulated_precision_warning(
+            "mixed_bfloat16", flags, accelerator) is None:
+        return None
+    native = NATIVE_FLAGS["mixed_bfloat16"]
+    return (f"matmul_precision='bfloat16' on a CPU without native bfloat16 matmuls (none of "
+            f"the CPU flags {', '.join(native)}): XLA emulates the bfloat16 products, so "
+            "expect them slower than float32, not faster (the option was measured only on "
+            "an Intel CPU with AMX). Use matmul_precision='float32' here.")
 
 
 def warn_if_emulated(policy):

@@ -7,6 +7,7 @@ import pytest
 from keras import ops
 
 from keras_rnmt import matmul_precision as mp
+from keras_rnmt import precision
 from keras_rnmt.attention.base import MatrixDense
 from keras_rnmt.training.config import TrainConfig
 
@@ -127,3 +128,21 @@ def test_bfloat16_outside_jax_is_a_clear_error():
                                          f"'{keras.backend.backend()}'"):
         mp.set_matmul_precision("bfloat16")
     assert mp.matmul_precision() == "float32"
+
+
+@pytest.mark.backends("jax")
+@pytest.mark.parametrize("flags, warns", [({"avx2", "fma"}, True), ({"amx_bf16"}, False)])
+def test_setting_bfloat16_warns_where_the_cpu_would_emulate_it(monkeypatch, flags, warns):
+    import warnings
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(precision, "accelerator_present", lambda: False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mp.set_matmul_precision("bfloat16")
+        mp.set_matmul_precision("bfloat16")  # set again: no second warning
+        mp.set_matmul_precision("float32")
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == int(warns)
+    assert all("emulates the bfloat16 products" in m for m in messages)
+    assert all(w.filename == __file__ for w in caught)  # points at the caller

@@ -67,3 +67,21 @@ def test_translator_loading_under_an_emulated_policy_warns(monkeypatch, trained_
         translator = Translator.from_run(str(trained_run), dtype_policy="mixed_bfloat16")
     assert translator.model.dtype_policy.name == "mixed_bfloat16"
 
+
+
+@pytest.mark.parametrize("value, flags, accelerator, warns", [
+    ("bfloat16", {"avx2", "fma"}, False, True),
+    ("bfloat16", {"avx512f", "avx512_fp16"}, False, True),  # FP16 is not BF16
+    ("bfloat16", {"avx512_bf16"}, False, False),
+    ("bfloat16", {"amx_bf16"}, False, False),
+    ("bfloat16", {"avx2"}, True, False),  # a GPU computes it
+    ("float32", {"avx2"}, False, False),
+])
+def test_bfloat16_matmul_operands_warn_only_where_the_cpu_would_emulate_them(
+        value, flags, accelerator, warns):
+    message = precision.emulated_matmul_precision_warning(value, flags, accelerator)
+    assert (message is not None) == warns
+    if warns:
+        assert "matmul_precision='bfloat16'" in message
+        assert "matmul_precision='float32'" in message
+        assert all(flag in message for flag in precision.NATIVE_FLAGS["mixed_bfloat16"])
