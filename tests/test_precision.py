@@ -68,20 +68,18 @@ def test_translator_loading_under_an_emulated_policy_warns(monkeypatch, trained_
     assert translator.model.dtype_policy.name == "mixed_bfloat16"
 
 
+CPUS = [({"avx2", "fma"}, False), ({"avx512_fp16"}, False), ({"avx512_bf16"}, False),
+        ({"amx_bf16"}, False), ({"avx2"}, True)]
 
-@pytest.mark.parametrize("value, flags, accelerator, warns", [
-    ("bfloat16", {"avx2", "fma"}, False, True),
-    ("bfloat16", {"avx512f", "avx512_fp16"}, False, True),  # FP16 is not BF16
-    ("bfloat16", {"avx512_bf16"}, False, False),
-    ("bfloat16", {"amx_bf16"}, False, False),
-    ("bfloat16", {"avx2"}, True, False),  # a GPU computes it
-    ("float32", {"avx2"}, False, False),
-])
-def test_bfloat16_matmul_operands_warn_only_where_the_cpu_would_emulate_them(
-        value, flags, accelerator, warns):
-    message = precision.emulated_matmul_precision_warning(value, flags, accelerator)
-    assert (message is not None) == warns
-    if warns:
+
+@pytest.mark.parametrize("flags, accelerator", CPUS)
+def test_bfloat16_matmul_operands_warn_exactly_where_mixed_bfloat16_would(flags, accelerator):
+    emulated = precision.emulated_precision_warning("mixed_bfloat16", flags, accelerator)
+    message = precision.emulated_matmul_precision_warning("bfloat16", flags, accelerator)
+    assert (message is not None) == (emulated is not None)
+    assert (message is not None) == (not flags & {"avx512_bf16", "amx_bf16"} and not accelerator)
+    if message:
         assert "matmul_precision='bfloat16'" in message
         assert "matmul_precision='float32'" in message
         assert all(flag in message for flag in precision.NATIVE_FLAGS["mixed_bfloat16"])
+    assert precision.emulated_matmul_precision_warning("float32", flags, accelerator) is None
