@@ -67,11 +67,16 @@ def set_matmul_precision(value):
         value: "float32" (plain float32 products) or "bfloat16" (JAX only: bfloat16
             operands, float32 sums and result).
     """
+    _set(value, stacklevel=3)
+
+
+def _set(value, stacklevel):
+    """Check and set `value`; a warning names the frame `stacklevel` up from `warn`."""
     check_matmul_precision(value)
     if value != _current[0]:
         message = emulated_matmul_precision_warning(value)
         if message:
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
     _current[0] = value
 
 
@@ -79,7 +84,7 @@ def set_matmul_precision(value):
 def matmul_precision_scope(value):
     """`with matmul_precision_scope("bfloat16"):` sets the precision inside the block only."""
     previous = matmul_precision()
-    set_matmul_precision(value)
+    _set(value, stacklevel=4)  # _set, this generator, contextlib's __enter__, the `with`
     try:
         yield
     finally:

@@ -146,3 +146,18 @@ def test_setting_bfloat16_warns_where_the_cpu_would_emulate_it(monkeypatch, flag
     assert len(messages) == int(warns)
     assert all("emulates the bfloat16 products" in m for m in messages)
     assert all(w.filename == __file__ for w in caught)  # points at the caller
+
+
+@pytest.mark.backends("jax")
+def test_the_scope_s_warning_names_the_with_statement(monkeypatch):
+    import warnings
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma"})
+    monkeypatch.setattr(precision, "accelerator_present", lambda: False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with mp.matmul_precision_scope("bfloat16"):
+            assert mp.matmul_precision() == "bfloat16"
+    assert mp.matmul_precision() == "float32"
+    [warning] = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert warning.filename == __file__, warning.filename  # not contextlib.py
