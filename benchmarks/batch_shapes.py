@@ -47,6 +47,10 @@ def main(argv=None):
     from keras_rnmt.training.train import prepare_data, training_datasets
 
     changes = dict(item.split("=", 1) for item in args.set)
+    varied = sorted({"bucket_width", "merge_remainders"} & set(changes))
+    if varied:
+        parser.error(f"--set {', '.join(varied)}: this script varies bucket_width (--widths) "
+                     "and merge_remainders (both settings) itself")
     splits, source_tokenizer, target_tokenizer = prepare_data(sb_config(**changes))
     rows = []
     for width in args.widths:

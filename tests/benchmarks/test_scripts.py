@@ -337,3 +337,11 @@ def test_batch_shapes_counts_the_shapes_of_the_training_datasets(capsys, monkeyp
         assert merged[split]["incomplete_batches"] <= 6
     assert plain["train"]["incomplete_batches"] == plain["train"]["shapes"] - 22  # SB, width 1
     assert rows[2] == {**rows[3], "merge_remainders": False}  # nothing to merge at width 8
+
+
+def test_batch_shapes_says_which_settings_it_varies_itself(capsys):
+    import batch_shapes
+
+    with pytest.raises(SystemExit):
+        batch_shapes.main(["--set", "merge_remainders=false"])
+    assert "varies bucket_width (--widths) and merge_remainders" in capsys.readouterr().err
