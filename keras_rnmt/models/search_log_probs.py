@@ -2,6 +2,8 @@
 
 from keras import ops
 
+from keras_rnmt.log_softmax import log_softmax
+
 # <pad> (id 0) and <s> (id 2) are never a translation's next word: the training targets
 # never ask for them at a real position, so their logits are untrained noise. Search must
 # not pick them (a <pad> argmax would end a greedy hypothesis silently and make beam 1 differ
@@ -21,4 +23,4 @@ def search_log_probs(logits):
     logits = ops.cast(logits, "float32")
     vocabulary = ops.shape(logits)[-1]
     banned = ops.sum(ops.one_hot(ops.array(NEVER_EMITTED, "int32"), vocabulary), axis=0)
-    return ops.log_softmax(logits - 1e9 * banned, axis=-1)
+    return log_softmax(logits - 1e9 * banned, axis=-1)
