@@ -53,12 +53,21 @@ def take_beams(x, indices):
     return ops.reshape(rows, (batch_size, ops.shape(indices)[1]) + tuple(shape[2:]))
 
 
-def gather_beams(nested, indices, batch_size, beam_size):
+def gather_beams(nested, indices, batch_size, beam_size, previous=None):
     """Reorder the beams of every leaf of a nested decoder state.
 
     This is the one gather the search applies to any model state (RNN ``(h, c)`` per layer,
     input-feeding vectors, recurrent-attention memory, coverage vectors, encoder memory...):
     the model never needs to know it is being searched.
+
+    With ``previous``, the state the step function was given, a leaf of ``nested`` that *is*
+    its leaf of ``previous`` (the same tensor object: the step passed it through, as the RNN
+    models pass their encoder memory and attention keys) is kept as it is. Such a leaf is a
+    per-sentence constant: it was tiled from its sentence, every gather since took rows of
+    the same sentence, and no step changed it, so its K rows are equal and reordering them
+    would copy (B * K, S, d) floats for nothing (on SB's beam search, 64 sentences × 5 beams,
+    about 4 ms of a 27 ms step under JAX). A step function must therefore return a leaf
+    unchanged only if it never changes it.
 
     Args:
         nested: any structure (dicts, tuples, lists) of tensors shaped
@@ -67,12 +76,23 @@ def gather_beams(nested, indices, batch_size, beam_size):
             ``[0, beam_size)`` is the beam that new beam ``j`` of sentence ``b`` continues.
         batch_size: int. Number of sentences B.
         beam_size: int. Number of beams K in ``nested``.
+        previous: optional structure of ``nested``'s structure, the state before the step;
+            needs ``new_beam_size == beam_size``. Defaults to None (every leaf gathered).
 
     Returns:
         The same structure with leaves ``(batch_size * new_beam_size, ...)``.
     """
     rows = _flat_beam_indices(indices, batch_size, beam_size)
-    return tree.map_structure(lambda x: ops.take(x, rows, axis=0), nested)
+
+    def gather(x):
+        return ops.take(x, rows, axis=0)
+
+    if previous is None:
+        return tree.map_structure(gather, nested)
+    if ops.shape(indices)[1] != beam_size:
+        raise ValueError(f"gather_beams with `previous` keeps {beam_size} beams, but "
+                         f"indices has shape {tuple(ops.shape(indices))}")
+    return tree.map_structure(lambda x, old: x if x is old else gather(x), nested, previous)
 
 
 def length_penalty(lengths, alpha):

@@ -119,7 +119,10 @@ def advance(carry, log_probs, model_state, attention, config):
     alive_tokens = take_beams(candidate_tokens, alive_index)
     alive_attention = take_beams(candidate_attention, alive_index)
     parent = take_beams(candidate_beam[:, :, None], alive_index)[:, :, 0]  # B x K
-    model_state = gather_beams(model_state, parent, batch_size, beam_size)
+    # Leaves the step passed through (encoder memory, attention keys) are per-sentence
+    # constants and stay in place.
+    model_state = gather_beams(model_state, parent, batch_size, beam_size,
+                               previous=carry.model_state)
 
     # Finished: merge the candidates that ended in </s> into the frozen n_best pool. Only
     # the K best candidates may finish (as in fairseq): a </s> ranked below K would not

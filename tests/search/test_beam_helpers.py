@@ -1,6 +1,7 @@
 """The pure beam helpers: beam-axis reshapes, beam gathers and the GNMT penalties."""
 
 import numpy as np
+import pytest
 from keras import ops
 
 from keras_rnmt.search import (
@@ -89,3 +90,24 @@ def test_coverage_penalty_excludes_padding_and_caps_at_one():
     unmasked = to_numpy(coverage_penalty(sums, 0.2))
     np.testing.assert_allclose(unmasked[0, 0], 0.2 * (np.log(0.25) + np.log(0.7)), rtol=1e-5)
     np.testing.assert_array_equal(to_numpy(coverage_penalty(sums, 0.0)), np.zeros((2, 2)))
+
+
+def test_gather_beams_keeps_the_leaves_a_step_passed_through():
+    # `previous` is the state the step was given: a leaf returned as the same object is a
+    # per-sentence constant (its K rows are equal) and is not reordered; a new leaf is.
+    ids = ops.convert_to_tensor(np.array([0, 1, 10, 11], dtype="float32"))
+    memory = ops.convert_to_tensor(np.array([5, 5, 7, 7], dtype="float32"))
+    before = {"h": ids, "memory": memory}
+    after = {"h": ids + 100.0, "memory": memory}
+    gathered = gather_beams(after, np.array([[1, 1], [0, 0]]), 2, 2, previous=before)
+    assert gathered["memory"] is memory
+    np.testing.assert_array_equal(to_numpy(gathered["h"]), [101, 101, 110, 110])
+    # Without `previous` every leaf is gathered, with the same values for a constant leaf.
+    plain = gather_beams(after, np.array([[1, 1], [0, 0]]), 2, 2)
+    np.testing.assert_array_equal(to_numpy(plain["memory"]), to_numpy(memory))
+
+
+def test_gather_beams_with_previous_keeps_the_number_of_beams():
+    ids = np.array([0, 1, 10, 11], dtype="float32")
+    with pytest.raises(ValueError, match="keeps 2 beams"):
+        gather_beams((ids,), np.array([[1, 1, 0], [0, 1, 1]]), 2, 2, previous=(ids,))
