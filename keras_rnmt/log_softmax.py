@@ -1,4 +1,4 @@
-"""`log_softmax` as z − logsumexp(z): the form XLA's CPU backend multiplies fast."""
+"""`log_softmax` as z − logsumexp(z): the form after which XLA's CPU backend multiplies fast."""
 
 from keras import ops
 
@@ -11,11 +11,13 @@ def log_softmax(logits, axis=-1):
     with the row maximum and the subtraction into one YNNPACK fusion that multiplies at
     about half speed. On SB's search step (320 × 512 by 512 × 7,859, the Intel AMX host)
     that form took 12.4-13.1 ms against 7.0 ms for the matmul alone, and this one 8.2 ms;
-    for a training batch (896 rows) the loss's forward 27.8 against 23.1 ms, with the same
-    gradients. logsumexp subtracts the maximum too, so large logits do not overflow. The
-    price is one rounding: z − (m + log Σ exp(z − m)) loses up to about one ulp of the
-    largest logit (float32: 2e-6 at 30, 6e-5 at 1,000), the rounding such a logit already
-    carries; the gradient is the same.
+    a beam step of 64 sentences 20.7 ms against 26.9 (benchmarks/RESULTS.md §2, "Change
+    11"). The training loss keeps ``keras.ops.log_softmax``: there this form made
+    the JAX step 2-6% slower (301 and 303 against 308 and 320 ms). logsumexp subtracts the
+    maximum too, so large logits do not overflow. The price is one rounding:
+    z − (m + log Σ exp(z − m)) loses up to about one ulp of the largest logit (float32:
+    2e-6 at 30, 6e-5 at 1,000), the rounding such a logit already carries; the gradient is
+    the same.
 
     Args:
         logits: float tensor (..., V).

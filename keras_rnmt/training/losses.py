@@ -3,8 +3,6 @@
 import keras
 from keras import ops
 
-from keras_rnmt.log_softmax import log_softmax
-
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class MaskedCrossEntropy(keras.losses.Loss):
@@ -34,7 +32,7 @@ class MaskedCrossEntropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
         logits = ops.cast(y_pred, "float32")
-        log_probs = log_softmax(logits, axis=-1)
+        log_probs = ops.log_softmax(logits, axis=-1)
         nll = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]
         if self.label_smoothing:
             smooth = -ops.mean(log_probs, axis=-1)
