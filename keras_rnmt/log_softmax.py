@@ -11,8 +11,8 @@ def log_softmax(logits, axis=-1):
     with the row maximum and the subtraction into one YNNPACK fusion that multiplies at
     about half speed. On SB's search step (320 × 512 by 512 × 7,859, the Intel AMX host)
     that form took 12.4-13.1 ms against 7.0 ms for the matmul alone, and this one 8.2 ms;
-    a beam step of 64 sentences 20.7 ms against 26.9 (benchmarks/RESULTS.md §2, "Change
-    11"). The training loss keeps ``keras.ops.log_softmax``: there this form made
+    a beam step of 64 sentences 20.7 ms against 26.9 (benchmarks/RESULTS.md §2,
+    "Changes 11-12"). The training loss keeps ``keras.ops.log_softmax``: there this form made
     the JAX step 2-6% slower (301 and 303 against 308 and 320 ms). logsumexp subtracts the
     maximum too, so large logits do not overflow. The price is one rounding:
     z − (m + log Σ exp(z − m)) loses up to about one ulp of the largest logit (float32:
