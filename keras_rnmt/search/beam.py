@@ -83,7 +83,10 @@ def beam_search(
             tokens int32 (B*K,), the previous ids (``bos_id`` first); state any nested
             structure of batch-major tensors (B*K, ...); log_probs float32 (B*K, V)
             normalised; new_state with the structure, shapes and dtypes of ``state``;
-            attention float32 (B*K, S), or ``None`` for a model without attention.
+            attention float32 (B*K, S), or ``None`` for a model without attention. A
+            leaf of new_state that is the very tensor of ``state`` (passed through) is
+            taken for a per-sentence constant and not reordered (`gather_beams`): return
+            a leaf unchanged only if the step never changes it.
         initial_state: the state before the first step, leaves (B, ...); tiled here.
         batch_size: int. B.
         beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly (on a
