@@ -1,5 +1,6 @@
 """`log_softmax` as z − logsumexp(z): the form after which XLA's CPU backend multiplies fast."""
 
+import keras
 from keras import ops
 
 
@@ -27,4 +28,9 @@ def log_softmax(logits, axis=-1):
         Tensor of ``logits``' shape and dtype: log-probabilities along ``axis``.
     """
     logits = ops.convert_to_tensor(logits)
+    if keras.backend.backend() == "torch":
+        # Eager PyTorch runs log_softmax as one kernel; with the two-op form (and the
+        # pass-through state not reordered) its beam search ran 5-9% slower in three
+        # alternating pairs (RESULTS.md §2, "Changes 11-12").
+        return ops.log_softmax(logits, axis=axis)
     return ops.subtract(logits, ops.logsumexp(logits, axis=axis, keepdims=True))

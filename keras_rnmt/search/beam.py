@@ -85,8 +85,9 @@ def beam_search(
             normalised; new_state with the structure, shapes and dtypes of ``state``;
             attention float32 (B*K, S), or ``None`` for a model without attention. A
             leaf of new_state that is the very tensor of ``state`` (passed through) is
-            taken for a per-sentence constant and not reordered (`gather_beams`): return
-            a leaf unchanged only if the step never changes it.
+            taken for a per-sentence constant and, under JAX and TensorFlow, not
+            reordered (`gather_beams`): return a leaf unchanged only if the step never
+            changes it.
         initial_state: the state before the first step, leaves (B, ...); tiled here.
         batch_size: int. B.
         beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly (on a
