@@ -248,7 +248,6 @@ def test_beam_size_one_equals_greedy_exactly():
                                rtol=rtol)
 
 
-
 def test_a_state_leaf_the_step_passes_through_is_not_reordered_and_gives_the_same_search():
     # RandomModel returns its memory unchanged, so `advance` keeps that leaf in place
     # (`gather_beams(..., previous=...)`); a step that returns a copy gets it gathered.
@@ -274,6 +273,7 @@ def test_a_state_leaf_the_step_passes_through_is_not_reordered_and_gives_the_sam
     assert int(carry.step) > 1
     np.testing.assert_array_equal(to_numpy(carry.model_state["memory"]),
                                   np.repeat(to_numpy(state["memory"]), 3, axis=0))
+
 
 def _log_table(rows):
     with np.errstate(divide="ignore"):
