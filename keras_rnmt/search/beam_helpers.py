@@ -65,9 +65,9 @@ def gather_beams(nested, indices, batch_size, beam_size, previous=None):
     models pass their encoder memory and attention keys) is kept as it is. Such a leaf is a
     per-sentence constant: it was tiled from its sentence, every gather since took rows of
     the same sentence, and no step changed it, so its K rows are equal and reordering them
-    would copy (B * K, S, d) floats for nothing (on SB's beam search, 64 sentences × 5 beams,
-    about 4 ms of a 27 ms step under JAX). A step function must therefore return a leaf
-    unchanged only if it never changes it.
+    would copy (B * K, S, d) floats for nothing (on SB's beam search, 64 sentences × 5 beams
+    under JAX, the step took 19.2 ms without those copies against 20.7 ms with them). A step
+    function must therefore return a leaf unchanged only if it never changes it.
 
     Args:
         nested: any structure (dicts, tuples, lists) of tensors shaped
