@@ -35,9 +35,6 @@ def main(argv=None):
                         help="JAX: 'bfloat16' searches with bfloat16 matmul operands and float32 "
                              "sums (keras_rnmt.matmul_precision)")
     args = parser.parse_args(argv)
-    from keras_rnmt.host_memory import keep_freed_memory
-
-    keep_freed_memory()  # as `keras-rnmt translate` does
     import keras
     import sacrebleu
 
