@@ -10,9 +10,7 @@ and targets all have `--length` tokens (one compiled shape), then `--steps` more
 matmul, a loop); each is matched by name to the optimised HLO dumped at compile time, whose
 `op_name` metadata tells the model part (encoder, the decoder's loop, the vocabulary
 projection and loss, Adam) and the direction (`transpose(jvp(...))` is the backward pass).
-Prints the untraced step time and its minor page faults (the step keeps freed memory
-mapped, as `keras-rnmt train` does; `KERAS_RNMT_KEEP_FREED_MEMORY=0` shows glibc's default,
-`keras_rnmt/host_memory.py`), then milliseconds per step by part and the `--top` thunks. Thunks of the two worker
+Prints milliseconds per step by part and the `--top` thunks. Thunks of the two worker
 threads can overlap, so their sum is at or above the step's wall time. This is a
 diagnosis tool for §1 of RESULTS.md, not a throughput figure (the trace slows the step).
 """
@@ -24,7 +22,6 @@ import gzip
 import json
 import os
 import re
-import resource
 import sys
 import tempfile
 import time
@@ -117,9 +114,6 @@ def main(argv=None):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={dump_dir}"
                                " --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=^$").strip()
     os.environ.setdefault("KERAS_BACKEND", "jax")
-    from keras_rnmt.host_memory import keep_freed_memory
-
-    keep_freed_memory()  # as `keras-rnmt train` does
     import jax
     import keras
     import numpy as np
@@ -143,17 +137,14 @@ def main(argv=None):
     model_config, model = compiled_model(config, source_tokenizer.vocabulary_size(),
                                          target_tokenizer.vocabulary_size())
     fit_batches(model, batches[:args.warmup])
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     fit_batches(model, batches[args.warmup:args.warmup + args.steps])
     seconds = (time.perf_counter() - start) / args.steps
-    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / args.steps
     tokens = config.batch_size * args.length
     lengths = np.full(config.batch_size, args.length)
     flops = training_flops(model_config, lengths, lengths)
     print(f"untraced: {seconds * 1e3:.0f} ms per step of {tokens} target tokens "
-          f"({tokens / seconds:,.0f} tokens/s, {flops / seconds / 1e9:.0f} GFLOP/s), "
-          f"{faults:,.0f} minor page faults a step")
+          f"({tokens / seconds:,.0f} tokens/s, {flops / seconds / 1e9:.0f} GFLOP/s)")
     with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
         fit_batches(model, batches[args.warmup + args.steps:])
 

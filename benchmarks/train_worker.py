@@ -127,9 +127,6 @@ def fit_batches(model, batches):
 
 def main(argv=None):
     args = parse_args(argv)
-    from keras_rnmt.host_memory import keep_freed_memory
-
-    keep_freed_memory()  # as `keras-rnmt train` does
     import keras
     import numpy as np
 

@@ -20,8 +20,6 @@ import importlib.util
 import os
 import sys
 
-from keras_rnmt.host_memory import keep_freed_memory
-
 # keras_rnmt.search.STOP_RULES, spelled out so `--help` does not import Keras.
 STOP_RULES_CHOICES = ("current", "bound")
 # keras_rnmt.training.config.POLICIES, spelled out so `--help` needs no heavy import.
@@ -383,9 +381,6 @@ def main(argv=None):
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "train":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    # Before the first computation: a training step's large buffers then reuse the pages
-    # of the step before instead of faulting in fresh ones (keras_rnmt/host_memory.py).
-    keep_freed_memory()
     try:
         args.func(args, extra)
     except USER_ERRORS as error:
