@@ -10,7 +10,10 @@ and targets all have `--length` tokens (one compiled shape), then `--steps` more
 matmul, a loop); each is matched by name to the optimised HLO dumped at compile time, whose
 `op_name` metadata tells the model part (encoder, the decoder's loop, the vocabulary
 projection and loss, Adam) and the direction (`transpose(jvp(...))` is the backward pass).
-Prints milliseconds per step by part and the `--top` thunks. Thunks of the two worker
+Prints the untraced step time and its minor page faults (glibc maps a block over 32 MiB
+afresh and unmaps it when freed, so a step's temporaries can fault in anew every step:
+RESULTS.md §1, "Page faults of a step's temporaries"), then milliseconds per step by part
+and the `--top` thunks. Thunks of the two worker
 threads can overlap, so their sum is at or above the step's wall time. This is a
 diagnosis tool for §1 of RESULTS.md, not a throughput figure (the trace slows the step).
 """
@@ -22,6 +25,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -137,14 +141,17 @@ def main(argv=None):
     model_config, model = compiled_model(config, source_tokenizer.vocabulary_size(),
                                          target_tokenizer.vocabulary_size())
     fit_batches(model, batches[:args.warmup])
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     fit_batches(model, batches[args.warmup:args.warmup + args.steps])
     seconds = (time.perf_counter() - start) / args.steps
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / args.steps
     tokens = config.batch_size * args.length
     lengths = np.full(config.batch_size, args.length)
     flops = training_flops(model_config, lengths, lengths)
     print(f"untraced: {seconds * 1e3:.0f} ms per step of {tokens} target tokens "
-          f"({tokens / seconds:,.0f} tokens/s, {flops / seconds / 1e9:.0f} GFLOP/s)")
+          f"({tokens / seconds:,.0f} tokens/s, {flops / seconds / 1e9:.0f} GFLOP/s), "
+          f"{faults:,.0f} minor page faults a step")
     with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
         fit_batches(model, batches[args.warmup + args.steps:])
 

@@ -241,6 +241,7 @@ def test_profile_step_attributes_thunk_time_to_model_parts():
     out = run_script("profile_step.py", "--length", "4", "--steps", "1", "--warmup", "1",
                      "--top", "3", "--set", *TINY, backend="jax")
     assert "traced thunks:" in out and "matmuls" in out
+    assert "minor page faults a step" in out
     parts = {line.split()[0] for line in out.splitlines()
              if line.split()[:1] and line.split()[0] in ("decoder", "encoder", "optimizer")}
     assert parts == {"decoder", "encoder", "optimizer"}
