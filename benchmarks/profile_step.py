@@ -13,9 +13,9 @@ projection and loss, Adam) and the direction (`transpose(jvp(...))` is the backw
 Prints the untraced step time and its minor page faults (glibc maps a block over 32 MiB
 afresh and unmaps it when freed, so a step's temporaries can fault in anew every step:
 RESULTS.md §1, "Page faults of a step's temporaries"), then milliseconds per step by part
-and the `--top` thunks. Thunks of the two worker
-threads can overlap, so their sum is at or above the step's wall time. This is a
-diagnosis tool for §1 of RESULTS.md, not a throughput figure (the trace slows the step).
+and the `--top` thunks. Thunks of the two worker threads can overlap, so their sum is at or
+above the step's wall time. This is a diagnosis tool for §1 of RESULTS.md, not a throughput
+figure (the trace slows the step).
 """
 
 import argparse
