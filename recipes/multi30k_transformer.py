@@ -2,6 +2,7 @@
 
     keras-rnmt train recipes/multi30k_transformer.py
     keras-rnmt train recipes/multi30k_transformer.py --transformer-layers 6 --epochs 40
+    keras-rnmt train recipes/multi30k_transformer.py --normalize-first true   # pre-LN blocks
 
 The data, vocabularies, batches, embedding width (256 = d_model) and dropout are SB's
 (`recipes/multi30k.py`); the model and its optimisation are the Transformer's own: 3 encoder

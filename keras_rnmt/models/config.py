@@ -51,6 +51,9 @@ class ModelConfig:
     num_heads: int = 4  # self-attention encoder / Transformer heads
     intermediate_dim: int = 1024  # self-attention encoder / Transformer feed-forward size
     transformer_layers: int = 3  # self-attention encoder / Transformer layers per stack
+    # self-attention encoder / Transformer: layer norm before each sublayer and once after
+    # the stack ("pre-LN", Xiong et al. 2020; JoeyNMT's default); False: after (Vaswani)
+    normalize_first: bool = False
     max_positions: int = 512  # longest sequence the position encoding supports (Transformer)
 
     def __post_init__(self):

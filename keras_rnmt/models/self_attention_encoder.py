@@ -23,6 +23,9 @@ class SelfAttentionEncoder(keras.layers.Layer):
         dropout: float. Defaults to 0.
         max_positions: int. Kept for config symmetry with the Transformer; sinusoidal
             positions need no table. Defaults to 512.
+        normalize_first: bool. Layer norm before each sublayer and once after the last
+            block (pre-LN, Xiong et al. 2020) instead of after each sublayer (post-LN,
+            Vaswani et al.). Defaults to False.
 
     Call arguments:
         source_ids: int (batch, source_len), 0 = padding.
@@ -36,7 +39,8 @@ class SelfAttentionEncoder(keras.layers.Layer):
     """
 
     def __init__(self, vocabulary_size, embedding_dim, num_layers=3, num_heads=4,
-                 intermediate_dim=1024, dropout=0.0, max_positions=512, **kwargs):
+                 intermediate_dim=1024, dropout=0.0, max_positions=512,
+                 normalize_first=False, **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = vocabulary_size
         self.embedding_dim = embedding_dim
@@ -45,6 +49,7 @@ class SelfAttentionEncoder(keras.layers.Layer):
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
         self.max_positions = max_positions
+        self.normalize_first = bool(normalize_first)
         self.embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
         )
@@ -55,17 +60,24 @@ class SelfAttentionEncoder(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.blocks = [
             keras_hub.layers.TransformerEncoder(
-                intermediate_dim, num_heads, dropout=dropout, dtype=self.dtype_policy,
+                intermediate_dim, num_heads, dropout=dropout,
+                normalize_first=self.normalize_first, dtype=self.dtype_policy,
                 name=f"block_{i}",
             )
             for i in range(num_layers)
         ]
+        # Pre-LN leaves the residual stream unnormalised: one norm after the stack.
+        self.final_norm = (keras.layers.LayerNormalization(
+            epsilon=1e-5, dtype=self.dtype_policy, name="final_norm")
+            if self.normalize_first else None)
         self.output_dim = embedding_dim
 
     def build(self, source_ids_shape):
         self.embedding.build(source_ids_shape)
         for block in self.blocks:
             block.build((*source_ids_shape, self.embedding_dim))
+        if self.final_norm is not None:
+            self.final_norm.build((*source_ids_shape, self.embedding_dim))
         self.built = True
 
     def call(self, source_ids, training=False):
@@ -74,6 +86,8 @@ class SelfAttentionEncoder(keras.layers.Layer):
         x = self.dropout_layer(x + self.positions(x), training=training)
         for block in self.blocks:
             x = block(x, padding_mask=mask, training=training)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
         weights = ops.cast(mask, x.dtype)[:, :, None]
         final = ops.sum(x * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
         return x, mask, final
@@ -91,5 +105,6 @@ class SelfAttentionEncoder(keras.layers.Layer):
             intermediate_dim=self.intermediate_dim,
             dropout=self.dropout,
             max_positions=self.max_positions,
+            normalize_first=self.normalize_first,
         )
         return config

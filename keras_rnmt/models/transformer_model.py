@@ -26,6 +26,9 @@ class TransformerDecoderStack(keras.layers.Layer):
         intermediate_dim: int. Feed-forward size. Defaults to 1024.
         dropout: float. Embeddings, attention and feed-forward dropout. Defaults to 0.
         max_positions: int. Default cache length for search. Defaults to 512.
+        normalize_first: bool. Layer norm before each sublayer and once after the last
+            block (pre-LN, Xiong et al. 2020) instead of after each sublayer (post-LN).
+            Defaults to False.
 
     Call arguments:
         target_in: int (batch, target_len), `<s>` + target, 0 = padding.
@@ -48,7 +51,8 @@ class TransformerDecoderStack(keras.layers.Layer):
     """
 
     def __init__(self, vocabulary_size, embedding_dim, num_layers=3, num_heads=4,
-                 intermediate_dim=1024, dropout=0.0, max_positions=512, **kwargs):
+                 intermediate_dim=1024, dropout=0.0, max_positions=512,
+                 normalize_first=False, **kwargs):
         super().__init__(**kwargs)
         if embedding_dim % num_heads:
             raise ValueError(
@@ -62,6 +66,7 @@ class TransformerDecoderStack(keras.layers.Layer):
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
         self.max_positions = max_positions
+        self.normalize_first = bool(normalize_first)
         self.head_dim = embedding_dim // num_heads
         self.embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
@@ -73,11 +78,16 @@ class TransformerDecoderStack(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.blocks = [
             keras_hub.layers.TransformerDecoder(
-                intermediate_dim, num_heads, dropout=dropout, dtype=self.dtype_policy,
+                intermediate_dim, num_heads, dropout=dropout,
+                normalize_first=self.normalize_first, dtype=self.dtype_policy,
                 name=f"block_{i}",
             )
             for i in range(num_layers)
         ]
+        # Pre-LN leaves the residual stream unnormalised: one norm before the projection.
+        self.final_norm = (keras.layers.LayerNormalization(
+            epsilon=1e-5, dtype=self.dtype_policy, name="final_norm")
+            if self.normalize_first else None)
         self.output_layer = keras.layers.Dense(
             vocabulary_size, dtype=self.dtype_policy, name="output_projection"
         )
@@ -87,6 +97,8 @@ class TransformerDecoderStack(keras.layers.Layer):
         hidden_shape = (*target_in_shape, self.embedding_dim)
         for block in self.blocks:
             block.build(hidden_shape, memory_shape)
+        if self.final_norm is not None:
+            self.final_norm.build(hidden_shape)
         self.output_layer.build(hidden_shape)
         self.built = True
 
@@ -103,7 +115,10 @@ class TransformerDecoderStack(keras.layers.Layer):
             x = block(x, memory, decoder_padding_mask=target_mask,
                       encoder_padding_mask=source_mask, use_causal_mask=True,
                       training=training)
-        return ops.cast(self.output_layer(x), "float32")
+        return ops.cast(self.output_layer(self._normalized(x)), "float32")
+
+    def _normalized(self, x):
+        return x if self.final_norm is None else self.final_norm(x)
 
     def compute_output_spec(self, target_in, memory, source_mask, training=False):
         batch, length = target_in.shape
@@ -151,7 +166,7 @@ class TransformerDecoderStack(keras.layers.Layer):
                 cross_attention_cache=cross_cache, cross_attention_cache_update_index=None,
             )
             self_caches.append(self_cache)
-        logits = ops.cast(self.output_layer(x[:, 0]), "float32")
+        logits = ops.cast(self.output_layer(self._normalized(x[:, 0])), "float32")
         return logits, {"self": tuple(self_caches), "cross": cache["cross"]}
 
     def get_config(self):
@@ -164,6 +179,7 @@ class TransformerDecoderStack(keras.layers.Layer):
             intermediate_dim=self.intermediate_dim,
             dropout=self.dropout,
             max_positions=self.max_positions,
+            normalize_first=self.normalize_first,
         )
         return config
 
@@ -213,13 +229,15 @@ class TransformerTranslationModel(CompileBuildsOptimizer, keras.Model):
             config.source_vocab_size, config.embedding_dim,
             num_layers=config.transformer_layers, num_heads=config.num_heads,
             intermediate_dim=config.intermediate_dim, dropout=config.dropout,
-            max_positions=config.max_positions, name="encoder",
+            max_positions=config.max_positions, normalize_first=config.normalize_first,
+            name="encoder",
         )
         decoder = TransformerDecoderStack(
             config.target_vocab_size, config.embedding_dim,
             num_layers=config.transformer_layers, num_heads=config.num_heads,
             intermediate_dim=config.intermediate_dim, dropout=config.dropout,
-            max_positions=config.max_positions, name="decoder",
+            max_positions=config.max_positions, normalize_first=config.normalize_first,
+            name="decoder",
         )
         source_ids = keras.Input((None,), dtype="int32", name="source_ids")
         target_in = keras.Input((None,), dtype="int32", name="target_in")

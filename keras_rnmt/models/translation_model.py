@@ -59,7 +59,8 @@ class TranslationModel(CompileBuildsOptimizer, keras.Model):
                 config.source_vocab_size, config.embedding_dim,
                 num_layers=config.transformer_layers, num_heads=config.num_heads,
                 intermediate_dim=config.intermediate_dim, dropout=config.dropout,
-                max_positions=config.max_positions, name="encoder",
+                max_positions=config.max_positions, normalize_first=config.normalize_first,
+                name="encoder",
             )
         decoder = AttentionDecoder(
             config.target_vocab_size, config.embedding_dim, config.decoder_units,

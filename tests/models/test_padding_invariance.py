@@ -37,6 +37,11 @@ VARIANTS = {
                                    num_heads=2, intermediate_dim=32, transformer_layers=1),
     "transformer": dict(model_type="transformer", num_heads=2, intermediate_dim=32,
                         transformer_layers=1, embedding_dim=16),
+    "self-attention encoder, pre-LN": dict(attention="bahdanau", encoder_type="self-attention",
+                                           num_heads=2, intermediate_dim=32,
+                                           transformer_layers=1, normalize_first=True),
+    "transformer, pre-LN": dict(model_type="transformer", num_heads=2, intermediate_dim=32,
+                                transformer_layers=2, embedding_dim=16, normalize_first=True),
 }
 
 

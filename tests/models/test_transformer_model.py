@@ -4,6 +4,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from keras_rnmt.models import ModelConfig, build_model
@@ -47,8 +48,10 @@ def test_forward_logits_shape_and_dtype():
     assert keras.backend.standardize_dtype(logits.dtype) == "float32"
 
 
-def test_cached_steps_equal_teacher_forced_log_probs():
-    model = TransformerTranslationModel(tiny_config(transformer_layers=2).to_dict())
+@pytest.mark.parametrize("normalize_first", [False, True], ids=["post-LN", "pre-LN"])
+def test_cached_steps_equal_teacher_forced_log_probs(normalize_first):
+    model = TransformerTranslationModel(
+        tiny_config(transformer_layers=2, normalize_first=normalize_first).to_dict())
     source, target_in, _ = copy_batch(n=2, length=4, seed=1)
     expected = ops.convert_to_numpy(search_log_probs(model((source, target_in))))
     state = model.search_state(source, max_length=8)
@@ -67,8 +70,9 @@ def test_cached_steps_equal_teacher_forced_log_probs():
     np.testing.assert_allclose(np.stack(steps, axis=1)[real], expected[real], atol=1e-4)
 
 
-def test_save_and_reload_gives_identical_logits(tmp_path):
-    model = build_model(tiny_config())
+@pytest.mark.parametrize("normalize_first", [False, True], ids=["post-LN", "pre-LN"])
+def test_save_and_reload_gives_identical_logits(tmp_path, normalize_first):
+    model = build_model(tiny_config(normalize_first=normalize_first))
     source, target_in, _ = copy_batch(n=2, length=4, seed=2)
     logits = ops.convert_to_numpy(model((source, target_in)))
     path = os.path.join(tmp_path, "transformer.keras")
@@ -77,6 +81,24 @@ def test_save_and_reload_gives_identical_logits(tmp_path):
     assert isinstance(restored, TransformerTranslationModel)
     assert restored.config == model.config
     np.testing.assert_array_equal(ops.convert_to_numpy(restored((source, target_in))), logits)
+
+
+def test_pre_ln_normalises_the_stacks_outputs_once_and_post_ln_does_not_add_a_norm():
+    source, target_in, _ = copy_batch(n=2, length=4, seed=3)
+    pre = build_model(tiny_config(normalize_first=True))
+    post = build_model(tiny_config())
+    assert all(block.normalize_first for block in pre.encoder.blocks + pre.decoder.blocks)
+    assert not any(block.normalize_first for block in post.encoder.blocks + post.decoder.blocks)
+    assert post.encoder.final_norm is None and post.decoder.final_norm is None
+    # Pre-LN: the last block's residual stream is normalised once, with the norm's initial
+    # scale 1 and offset 0, so every position of the memory has mean 0 and variance 1
+    # (less LayerNormalization's epsilon of 1e-5).
+    memory, _, _ = pre.encoder(source)
+    memory = ops.convert_to_numpy(memory)
+    np.testing.assert_allclose(memory.mean(axis=-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(memory.var(axis=-1), 1.0, atol=1e-3)
+    names = {v.path for v in pre.weights}
+    assert {"encoder/final_norm/gamma", "decoder/final_norm/gamma"} <= names, sorted(names)
 
 
 def test_fit_learns_copy_task():
