@@ -21,8 +21,9 @@ Per bucket, over the seed pairs, it prints:
 - each model's hypothesis/reference length ratio;
 - each model's share of over-repeating hypotheses: a word bigram occurs more than once, and
   more often than in the reference (translating a phrase again, the over-translation a
-  fertility memory should prevent; a repeat the reference has too does not count), and the
-  sign-flip test of the per-pair difference of the two shares.
+  fertility memory should prevent; a repeat the reference has too does not count), the
+  pairs whose system over-repeats less, and the sign-flip test of the per-pair difference
+  of the two shares.
 A row `all` does the same over the whole test set (its lead is `significance.py --pool`'s
 per-seed mean). A last line tests the trend: per pair, the lead on the longest bucket minus
 the lead on the shortest, mean ± sd and the sign-flip test.
@@ -137,17 +138,18 @@ def main(argv=None):
     print(f"{len(pairs)} seed pairs of {args.baseline} (B) and {args.system} (R), tags "
           f"{' '.join(args.tags)}; test2016 by source length in words")
     print("| source words | sentences | B BLEU | R BLEU | lead (mean ± sd) | pairs ahead "
-          "| sign-flip p | length ratio B / R | over-repeating % B / R | its p |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| sign-flip p | length ratio B / R | over-repeating % B / R | R fewer | its p |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for b, name in enumerate(names):
         mean, sd, p = significance.sign_flip_test(lead[:, b])
-        repeat_p = significance.sign_flip_test(repeats[:, 1, b] - repeats[:, 0, b])[2]
+        fewer = repeats[:, 1, b] - repeats[:, 0, b]
+        repeat_p = significance.sign_flip_test(fewer)[2]
         print(f"| {name} | {np.sum(groups[b])} | {bleu[:, 0, b].mean():.2f} | "
               f"{bleu[:, 1, b].mean():.2f} | {mean:+.2f} ± {sd:.2f} | "
               f"{np.sum(lead[:, b] > 0)} of {len(pairs)} | {p_text(p)} | "
               f"{ratio[:, 0, b].mean():.3f} / {ratio[:, 1, b].mean():.3f} | "
               f"{repeats[:, 0, b].mean():.1f} / {repeats[:, 1, b].mean():.1f} | "
-              f"{p_text(repeat_p)} |", flush=True)
+              f"{np.sum(fewer < 0)} of {len(pairs)} | {p_text(repeat_p)} |", flush=True)
     trend = lead[:, -2] - lead[:, 0]
     mean, sd, p = significance.sign_flip_test(trend)
     print(f"\nlead on {names[-2]} minus lead on {names[0]}, per pair: {mean:+.2f} ± {sd:.2f}, "
