@@ -62,10 +62,14 @@ def peak_memory_mb():
 
 def compiled_model(config, source_vocab_size, target_vocab_size):
     """`(model_config, model)`: the config's model for vocabularies of these sizes,
-    initialised and compiled with its optimizer and loss, as the recipe trains it."""
+    initialised and compiled with its optimizer, loss and token-accuracy metric, as the
+    recipe trains it (`keras_rnmt/training/train.py`; JoeyNMT's training step counts its
+    correct tokens too). The figures of RESULTS.md §1 before 2026-12-03 (night) were
+    measured without the metric, which costs 0-3% of a JAX step (§1, "The token-accuracy
+    metric in the timed step")."""
     from keras_rnmt.models import build_model
     from keras_rnmt.training.config import jit_compile_arg
-    from keras_rnmt.training.losses import MaskedCrossEntropy
+    from keras_rnmt.training.losses import MaskedAccuracy, MaskedCrossEntropy
     from keras_rnmt.training.optimizers import get_optimizer, uniform_initialize
 
     model_config = config.model.replace(source_vocab_size=source_vocab_size,
@@ -75,7 +79,7 @@ def compiled_model(config, source_vocab_size, target_vocab_size):
         uniform_initialize(model, config.uniform_init, seed=config.seed)
     model.compile(optimizer=get_optimizer(config.optimizer, config.learning_rate or None,
                                           config.clipnorm or None),
-                  loss=MaskedCrossEntropy(config.label_smoothing),
+                  loss=MaskedCrossEntropy(config.label_smoothing), metrics=[MaskedAccuracy()],
                   jit_compile=jit_compile_arg(config.jit_compile))
     return model_config, model
 
