@@ -45,6 +45,9 @@ MODELS = {
     "no-attention": ["attention=none"],
     "bahdanau": [],
     "luong-general": ["attention=general"],
+    "luong-dot": ["attention=dot"],
+    "luong-concat": ["attention=concat"],
+    "local-m": ["attention=local-m", "window=10"],  # Luong et al.'s D
     "local-p": ["attention=local-p", "window=10"],  # Luong et al.'s D
     "local-p-d5": ["attention=local-p", "window=5"],
     "coverage": ["attention=coverage"],
@@ -53,6 +56,8 @@ MODELS = {
     "recurrent-k0": ["attention=recurrent", "window=0", "memory_units=128"],
     "recurrent-k5": ["attention=recurrent", "window=5", "memory_units=128"],
     "transformer": [],
+    # Bahdanau attention over keras-hub Transformer encoder blocks instead of the bi-LSTM.
+    "self-attention-encoder": ["encoder_type=self-attention"],
 }
 # Every model is `recipes/multi30k.py` with MODELS' overrides, except these.
 RECIPES = {"transformer": "multi30k_transformer.py"}
