@@ -95,6 +95,11 @@ def read(name):
     return read_lines(os.path.join(data_dir(), name))
 
 
+def recipe_path(name):
+    """The recipe file model `name` trains from (`MODELS` gives its overrides)."""
+    return os.path.join(ROOT, "recipes", RECIPES.get(name, "multi30k.py"))
+
+
 def train(name, seed, work, settings, tag="", init_from="", init_tag=""):
     """Train (or resume) one run in a subprocess, so each starts from a fresh Keras state.
 
@@ -109,8 +114,7 @@ def train(name, seed, work, settings, tag="", init_from="", init_tag=""):
     if init_from:
         earlier = os.path.abspath(os.path.join(init_from, f"{name}{init_tag}-seed{seed}"))
         overrides.append(f"init_from={earlier}")
-    recipe = os.path.join(ROOT, "recipes", RECIPES.get(name, "multi30k.py"))
-    command = [keras_rnmt, "train", recipe,
+    command = [keras_rnmt, "train", recipe_path(name),
                "--run-dir", run_dir, *[f"--{item}" for item in overrides]]
     print("$ " + " ".join(command), flush=True)
     subprocess.run(command, check=True)

@@ -23,6 +23,9 @@ def config():
         "transformer_layers": 3,
         "num_heads": 4,
         "intermediate_dim": 1024,
+        # Post-LN as in Vaswani et al. and the recorded rows; SB's pre-LN is for the
+        # self-attention encoder, which trains without this warm-up.
+        "normalize_first": False,
         "warmup_steps": 1000,
         "learning_rate": 1e-3,
         "label_smoothing": 0.1,

@@ -109,6 +109,7 @@ def test_multi30k_transformer_recipe_is_sb_data_with_the_transformer_schedule():
     sb = load_recipe(os.path.join(ROOT, "recipes", "multi30k.py")).config()
     config = load_recipe(os.path.join(ROOT, "recipes", "multi30k_transformer.py")).config()
     assert config.model.model_type == "transformer" and config.model.transformer_layers == 3
+    assert not config.model.normalize_first  # post-LN, as the recorded rows
     assert (config.warmup_steps, config.learning_rate, config.label_smoothing,
             config.uniform_init) == (1000, 1e-3, 0.1, 0.0)
     # Data, batches and widths are SB's.
@@ -130,6 +131,10 @@ def test_the_plateau_recipe_is_the_config_of_the_recorded_best_runs():
         # A field added after the run was recorded must hold its default in the recipe.
         defaults = TrainConfig().to_dict()
         recorded["model"] = {**defaults["model"], **recorded["model"]}
+        # The recipe's pre-LN (2026-12-04) is read only by a self-attention encoder; these
+        # runs' bi-LSTM has no layer norm.
+        assert recorded["model"]["encoder_type"] == "rnn" and run["model"]["normalize_first"]
+        recorded["model"]["normalize_first"] = True
         differing = {key for key in run if run[key] != recorded.get(key, defaults[key])}
         # Seed 0 ran first, keeping no checkpoints (which changes no weight).
         assert differing == ({"keep_checkpoints"} if seed == 0 else set()), seed
