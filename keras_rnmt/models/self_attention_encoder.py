@@ -80,12 +80,26 @@ class SelfAttentionEncoder(keras.layers.Layer):
             self.final_norm.build((*source_ids_shape, self.embedding_dim))
         self.built = True
 
-    def call(self, source_ids, training=False):
+    def block_outputs(self, source_ids, training=False):
+        """The stack's residual stream, for inspection (`benchmarks/position_similarity.py`).
+
+        Returns:
+            `(outputs, mask)`: `outputs` is a list of `num_layers + 1` tensors (batch,
+            source_len, embedding_dim), the scaled embeddings plus positions, then each
+            block's output (before the pre-LN stack's final norm); mask (batch, source_len).
+        """
         mask = ops.not_equal(source_ids, 0)
         x = self.embedding(source_ids) * ops.cast(self.embedding_dim**0.5, self.compute_dtype)
         x = self.dropout_layer(x + self.positions(x), training=training)
+        outputs = [x]
         for block in self.blocks:
             x = block(x, padding_mask=mask, training=training)
+            outputs.append(x)
+        return outputs, mask
+
+    def call(self, source_ids, training=False):
+        outputs, mask = self.block_outputs(source_ids, training=training)
+        x = outputs[-1]
         if self.final_norm is not None:
             x = self.final_norm(x)
         weights = ops.cast(mask, x.dtype)[:, :, None]
