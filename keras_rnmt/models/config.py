@@ -52,7 +52,10 @@ class ModelConfig:
     intermediate_dim: int = 1024  # self-attention encoder / Transformer feed-forward size
     transformer_layers: int = 3  # self-attention encoder / Transformer layers per stack
     # self-attention encoder / Transformer: layer norm before each sublayer and once after
-    # the stack ("pre-LN", Xiong et al. 2020; JoeyNMT's default); False: after (Vaswani)
+    # the stack ("pre-LN", Xiong et al. 2020; JoeyNMT's default); False: after (Vaswani),
+    # which needs a warm-up: at Adam 1e-3 without one, post-LN self-attention encoder blocks
+    # collapsed every source position to one vector, so recipes/multi30k.py sets True. The
+    # default stays False: run directories written before this field existed were post-LN.
     normalize_first: bool = False
     max_positions: int = 512  # longest sequence the position encoding supports (Transformer)
 
