@@ -11,6 +11,10 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# On a GPU, JAX takes 75% of the device's memory in the
+# first process that touches it, so pytest-xdist workers beside it have none left: each
+# worker allocates what it uses instead. No effect on a CPU.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import pytest  # noqa: E402
 

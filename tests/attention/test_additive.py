@@ -62,7 +62,8 @@ def backend_gradients(extra, extra_projection=None):
     else:
         import torch
 
-        tensors = [torch.tensor(x, requires_grad=True) for x in inputs]
+        # On Keras' device (a GPU where there is one), beside the layers' weights.
+        tensors = [keras.ops.convert_to_tensor(x).detach().requires_grad_(True) for x in inputs]
         total, energies = loss(*tensors)
         grads = torch.autograd.grad(total, tensors)
         energies = energies.detach()

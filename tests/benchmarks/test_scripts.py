@@ -298,7 +298,8 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
     for backend, policies in (("jax", ["float32"]), ("torch", ["float32", "mixed_float16"])):
         out = run_script("gpu_check.py", "run", path, "--allow-cpu", "--warmup", "1",
                          "--steps", "2", "--sentences", "8", "--beam-size", "2",
-                         "--policies", *policies, backend=backend)
+                         "--beam-passes", "2", "--policies", *policies, "--set", "dropout=0.3",
+                         backend=backend)
         lines = [json.loads(line[len("RESULT "):]) for line in out.splitlines()
                  if line.startswith("RESULT ")]
         assert [(r["attention"], r["dtype_policy"]) for r in lines] == [
@@ -306,6 +307,9 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
             for policy in policies]
         assert all(r["backend"] == backend and r["loss_finite"] and r["steps"] == 2
                    and r["sentences"] == 8 and r["beam_mean_output_tokens"] > 0
+                   and len(r["beam_passes_sentences_per_second"]) == 2
+                   and r["changes"] == {"dropout": "0.3"}
+                   and 0 <= r["tokenised_bleu"] <= 100
                    for r in lines)
         assert all(("loss_scale" in r) == (r["dtype_policy"] == "mixed_float16")
                    for r in lines)
@@ -315,6 +319,23 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
     # Without a GPU and without --allow-cpu the check refuses to report CPU figures.
     with pytest.raises(SystemExit, match="no GPU visible"):
         gpu_check.main(["run", path])
+
+
+def test_gpu_check_scores_outputs_up_to_their_end_token():
+    import gpu_check
+    import numpy as np
+
+    vocabulary = ["", "<unk>", "<s>", "</s>", "ein", "hund", "läuft", "über", "die", "wiese"]
+    info = dict(eos_id=3, target_vocabulary=vocabulary,
+                test_references=["ein hund läuft über die wiese", "die wiese ein hund", "unused"])
+    # Row 0 is its reference exactly; row 1 stops at </s>, its trailing ids ignored.
+    ids = np.array([[4, 5, 6, 7, 8, 9, 3, 0], [8, 9, 4, 5, 3, 6, 6, 6]])
+    assert gpu_check.tokenised_bleu(ids, info) == 100.0
+    # An <unk> in place of a word costs matches.
+    ids[1, 3] = 1
+    assert 0.0 < gpu_check.tokenised_bleu(ids, info) < 100.0
+    # A file written before references were stored: no score rather than a wrong one.
+    assert gpu_check.tokenised_bleu(ids, {"eos_id": 3}) is None
 
 
 @pytest.mark.multi30k
