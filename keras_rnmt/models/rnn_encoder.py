@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_rnmt.models.torch_lstm import fused_lstm
+
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class RNNEncoder(keras.layers.Layer):
@@ -87,7 +89,11 @@ class RNNEncoder(keras.layers.Layer):
         mask = ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            outputs = rnn(x, mask=mask, training=training)
+            # Under PyTorch, a masked LSTM runs fused (torch_lstm.py); elsewhere, or where
+            # that does not apply, through the Keras layer.
+            outputs = fused_lstm(rnn, x, mask, training=training)
+            if outputs is None:
+                outputs = rnn(x, mask=mask, training=training)
             x = outputs[0]
             if i < self.num_layers - 1:
                 x = self.dropout_layer(x, training=training)
