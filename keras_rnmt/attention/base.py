@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_rnmt.attention.checks import check_positive_int
+from keras_rnmt.direct_call import calls_directly
 from keras_rnmt.matmul_precision import matmul as precision_matmul
 from keras_rnmt.matmul_precision import matmul_precision
 
@@ -29,6 +30,13 @@ class MatrixDense(keras.layers.Dense):
     Under `matmul_precision("bfloat16")` (JAX) the product takes bfloat16 operands and
     float32 sums (`keras_rnmt.matmul_precision`).
     """
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Eager PyTorch: the step's projections skip Keras' call wrapper where it would
+        # change nothing (keras_rnmt/direct_call.py).
+        if not args and not kwargs and calls_directly(self, inputs):
+            return self.call(inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):
         if len(inputs.shape) <= 2:

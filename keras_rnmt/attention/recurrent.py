@@ -6,6 +6,7 @@ from keras import ops
 from keras_rnmt.attention.bahdanau import BahdanauAttention
 from keras_rnmt.attention.checks import check_positive_int
 from keras_rnmt.attention.remat import recomputed_under_jax
+from keras_rnmt.direct_call import calls_directly
 
 
 def attention_window(weights, k):
@@ -166,7 +167,9 @@ class RecurrentAttention(BahdanauAttention):
             return ops.reshape(tensor, (-1, ops.shape(tensor)[-1]))
 
         def lstm(inputs, memory_h, memory_c):
-            _, (memory_h, memory_c) = self.memory_cell(inputs, [memory_h, memory_c])
+            cell = self.memory_cell
+            call = cell.call if calls_directly(cell, inputs) else cell  # direct_call.py
+            _, (memory_h, memory_c) = call(inputs, [memory_h, memory_c])
             return memory_h, memory_c
 
         # The backward pass recomputes the gates instead of stacking them for every step.

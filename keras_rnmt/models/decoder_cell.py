@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_rnmt.attention import get_attention
+from keras_rnmt.direct_call import calls_directly
 from keras_rnmt.models.lstm_step import lstm_step, plain_matmul
 
 
@@ -151,7 +152,11 @@ class AttentionDecoderCell(keras.layers.Layer):
         return x, tuple(new_states)
 
     def _attend(self, query, state, context, step, training):
-        return self.attention_layer(
+        layer = self.attention_layer
+        # Eager PyTorch skips Keras' call wrapper where it would change nothing
+        # (keras_rnmt/direct_call.py); the layer's `call` is the same either way.
+        call = layer.call if calls_directly(layer, query) else layer
+        return call(
             query, context["memory"], context["keys"], mask=context["mask"],
             state=state["attention"], step=step, training=training,
         )
