@@ -34,6 +34,11 @@ def test_a_functional_model_is_still_built_through_the_wrapper():
     assert isinstance(outputs, keras.KerasTensor) and tuple(outputs.shape) == (None, 5, 3)
 
 
+# The modules whose step calls go through `calls_directly`.
+MODULES = ("keras_rnmt.attention.base", "keras_rnmt.attention.recurrent",
+           "keras_rnmt.models.decoder_cell", "keras_rnmt.models.attention_decoder")
+
+
 def tiny_model(attention):
     keras.utils.set_random_seed(0)
     config = ModelConfig(source_vocab_size=20, target_vocab_size=20, embedding_dim=4,
@@ -72,16 +77,36 @@ def test_losses_and_gradients_match_the_wrapped_calls(monkeypatch, attention):
         calls.append(result)
         return result
 
-    for module in ("keras_rnmt.attention.base", "keras_rnmt.attention.recurrent",
-                   "keras_rnmt.models.decoder_cell"):
+    for module in MODULES:
         monkeypatch.setattr(f"{module}.calls_directly", counted)
     direct_loss, direct_grads = loss_and_gradients()
     assert calls and all(calls)  # the step took the direct calls
-    for module in ("keras_rnmt.attention.base", "keras_rnmt.attention.recurrent",
-                   "keras_rnmt.models.decoder_cell"):
+    for module in MODULES:
         monkeypatch.setattr(f"{module}.calls_directly", lambda layer, inputs: False)
     wrapped_loss, wrapped_grads = loss_and_gradients()
     assert direct_loss == pytest.approx(wrapped_loss, rel=1e-6)
     assert len(direct_grads) == len(wrapped_grads)
     for a, b in zip(direct_grads, wrapped_grads):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.backends("torch")
+@pytest.mark.parametrize("attention", ["bahdanau", "recurrent"])
+def test_search_steps_match_the_wrapped_calls(monkeypatch, attention):
+    model, (source, _), _ = tiny_model(attention)
+    tokens = keras.ops.convert_to_tensor(np.array([1, 1]))
+
+    def three_steps():
+        state, steps = model.search_state(source), []
+        for _ in range(3):
+            log_probs, state, weights = model.search_step(tokens, state)
+            steps.append((keras.ops.convert_to_numpy(log_probs),
+                          keras.ops.convert_to_numpy(weights)))
+        return steps
+
+    direct = three_steps()
+    for module in MODULES:
+        monkeypatch.setattr(f"{module}.calls_directly", lambda layer, inputs: False)
+    for (a, b), (c, d) in zip(direct, three_steps()):
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(b, d, rtol=1e-6, atol=1e-7)

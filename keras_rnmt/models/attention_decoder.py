@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_rnmt.attention.base import MatrixDense
+from keras_rnmt.direct_call import calls_directly
 from keras_rnmt.loop import scan
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
 from keras_rnmt.models.deferred_scan import deferred_scan
@@ -127,8 +128,14 @@ class AttentionDecoder(keras.layers.Layer):
 
     def step(self, tokens, state, context, step):
         """One inference step: (batch,) previous ids -> (logits (batch, V) float32, state, α_j)."""
-        output, state, weights = self.cell(self.embedding(tokens), state, context, step)
+        inputs = self.embedding(tokens)
+        output, state, weights = self._cell(inputs)(inputs, state, context, step)
         return ops.cast(self.output_layer(output), "float32"), state, weights
+
+    def _cell(self, inputs):
+        """The step cell, or its `call` where Keras' wrapper would change nothing (eager
+        PyTorch, float32: keras_rnmt/direct_call.py)."""
+        return self.cell.call if calls_directly(self.cell, inputs) else self.cell
 
     # -- teacher-forced training ----------------------------------------------------------
     def call(self, target_in, memory, source_mask, final, training=False,
@@ -150,7 +157,7 @@ class AttentionDecoder(keras.layers.Layer):
     def _unroll(self, embedded, state, context, steps, training):
         def body(context, state, x, matmul=plain_matmul):
             inputs, j = x
-            output, state, weights = self.cell(
+            output, state, weights = self._cell(inputs)(
                 inputs, state, context, j, training=training, matmul=matmul
             )
             return state, (output, self._weights_or_zeros(weights, context))
