@@ -51,12 +51,13 @@ def fused_lstm(rnn, x, mask, training=False):
 
     if torch.compiler.is_compiling():  # packing syncs with the host: leave it to Keras there
         return None
-    mask = ops.convert_to_tensor(mask)
-    lengths = mask.sum(dim=1)
+    mask = ops.convert_to_tensor(mask).bool()
     length = mask.shape[1]
-    right_padded = torch.arange(length, device=mask.device)[None, :] < lengths[:, None]
-    # One host sync: the lengths go to the CPU for packing anyway.
-    if length == 0 or not bool(torch.equal(right_padded, mask.bool())) or bool((lengths == 0).any()):
+    if length == 0:
+        return None
+    lengths = mask.sum(dim=1).cpu()  # packing needs them on the host anyway
+    right_padded = torch.arange(length)[None, :] < lengths[:, None]
+    if bool((lengths == 0).any()) or not torch.equal(right_padded.to(mask.device), mask):
         return None
     dtype = keras.backend.standardize_dtype(rnn.compute_dtype)
     x = ops.cast(x, dtype)
@@ -70,7 +71,7 @@ def fused_lstm(rnn, x, mask, training=False):
             params += [bias, torch.zeros_like(bias)]
     batch, units = x.shape[0], layers[0].cell.units
     zeros = torch.zeros((len(layers), batch, units), dtype=x.dtype, device=x.device)
-    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     data, h, c = torch._VF.lstm(packed.data, packed.batch_sizes, (zeros, zeros), params,
                                 layers[0].cell.use_bias, 1, 0.0, training, bidirectional)
     sequences, _ = pad_packed_sequence(packed._replace(data=data), batch_first=True,
