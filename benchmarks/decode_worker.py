@@ -38,9 +38,12 @@ def main(argv=None):
     import keras
     import sacrebleu
 
+    from keras_rnmt.cli import keep_freed_memory_for_backend
     from keras_rnmt.matmul_precision import matmul_precision, set_matmul_precision
     from keras_rnmt.translator import Translator
 
+    # As `keras-rnmt translate` does (keras_rnmt/malloc.py): PyTorch and TensorFlow only.
+    keeps_freed_memory = keep_freed_memory_for_backend()
     set_matmul_precision(args.matmul_precision)
 
     with open(os.path.join(data_dir(), "test_2016_flickr.lc.norm.tok.en"), encoding="utf-8") as f:
@@ -67,6 +70,7 @@ def main(argv=None):
         "matmul_precision": matmul_precision(),
         "stop_rule": args.stop_rule,
         "jit_compile": args.jit_compile,
+        "keeps_freed_memory": keeps_freed_memory,
         "sentences": len(sources),
         "seconds": round(seconds, 2),
         "sentences_per_second": round(len(sources) / seconds, 1),

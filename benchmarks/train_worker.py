@@ -134,10 +134,13 @@ def main(argv=None):
     import keras
     import numpy as np
 
+    from keras_rnmt.cli import keep_freed_memory_for_backend
     from keras_rnmt.data import make_dataset
     from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 
+    # As `keras-rnmt train` does (keras_rnmt/malloc.py): PyTorch and TensorFlow only.
+    keeps_freed_memory = keep_freed_memory_for_backend()
     overrides = dict(item.split("=", 1) for item in args.set)
     config = sb_config(**overrides)
     keras.utils.set_random_seed(config.seed)
@@ -189,6 +192,7 @@ def main(argv=None):
         "backend": keras.backend.backend(),
         "jit_compile": bool(model.jit_compile),
         "matmul_precision": config.matmul_precision,
+        "keeps_freed_memory": keeps_freed_memory,
         "attention": model_config.attention,
         "window": model_config.window,
         "steps": len(timed),

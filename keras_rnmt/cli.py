@@ -376,11 +376,24 @@ def build_parser():
     return parser
 
 
+def keep_freed_memory_for_backend():
+    """Under PyTorch and TensorFlow, have glibc keep freed memory (`keras_rnmt.malloc`): their
+    steps' temporaries then reuse pages instead of mapping new ones. Returns whether it did."""
+    import keras
+
+    if keras.backend.backend() not in ("torch", "tensorflow"):
+        return False
+    from keras_rnmt.malloc import keep_freed_memory
+
+    return keep_freed_memory()
+
+
 def main(argv=None):
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "train":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    keep_freed_memory_for_backend()
     try:
         args.func(args, extra)
     except USER_ERRORS as error:
