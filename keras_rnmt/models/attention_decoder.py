@@ -9,6 +9,7 @@ from keras_rnmt.loop import scan
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
 from keras_rnmt.models.deferred_scan import deferred_scan
 from keras_rnmt.models.lstm_step import plain_matmul
+from keras_rnmt.models.torch_deferred_scan import defers_under_torch, torch_deferred_scan
 
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
@@ -167,6 +168,11 @@ class AttentionDecoder(keras.layers.Layer):
             # JAX takes the gradients of the LSTM's and W_c's kernels once, after the loop.
             _, (outputs, weights) = deferred_scan(
                 body, self.cell.variables, self.cell.deferred_kernels(), context, state, xs
+            )
+        elif training and defers_under_torch(self.cell.deferred_kernels(), embedded):
+            # So does eager PyTorch (keras_rnmt/models/torch_deferred_scan.py).
+            _, (outputs, weights) = torch_deferred_scan(
+                body, self.cell.deferred_kernels(), context, state, xs
             )
         else:
             _, (outputs, weights) = scan(lambda state, x: body(context, state, x), state, xs)
