@@ -1,6 +1,8 @@
 """Time one optimizer update over SB's weights: Keras' Adam against keras_rnmt's Adam.
 
     KERAS_BACKEND=torch python benchmarks/optimizer_update.py --rounds 5 --updates 20
+    KERAS_BACKEND=torch python benchmarks/optimizer_update.py --rounds 1 --updates 1 \
+        --vocab 200 200 --set embedding_dim=8 encoder_units=8 decoder_units=16  # smoke
 
 The weights are SB's model's (`build_model` of the recipe's config with Multi30k's
 vocabulary sizes, 5,893 and 7,859: 12.8M weights), the gradients random. Each round times
@@ -18,12 +20,13 @@ import time
 from sb import exit_on_sigterm, report, sb_config
 
 
-def sb_weights():
-    """SB's model's trainable weights, freshly initialised."""
+def sb_weights(source_vocab_size, target_vocab_size, overrides=()):
+    """SB's model's trainable weights (with config `overrides`), freshly initialised."""
     from keras_rnmt.models import build_model
 
-    model = build_model(sb_config().model.replace(source_vocab_size=5893,
-                                                  target_vocab_size=7859))
+    config = sb_config(**dict(item.split("=", 1) for item in overrides))
+    model = build_model(config.model.replace(source_vocab_size=source_vocab_size,
+                                             target_vocab_size=target_vocab_size))
     return model.trainable_variables
 
 
@@ -75,6 +78,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=20, help="timed updates a round")
+    parser.add_argument("--vocab", type=int, nargs=2, default=[5893, 7859],
+                        metavar=("SOURCE", "TARGET"), help="vocabulary sizes (SB's by default)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="SB config overrides (a smoke test: a tiny model)")
     parser.add_argument("--json", default="", help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -82,7 +89,7 @@ def main(argv=None):
     import numpy as np
     from keras import ops
 
-    weights = sb_weights()
+    weights = sb_weights(*args.vocab, args.set)
     rng = np.random.default_rng(0)
     grads = [ops.convert_to_tensor(rng.standard_normal(w.shape).astype("float32") * 1e-3)
              for w in weights]

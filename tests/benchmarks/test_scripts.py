@@ -247,6 +247,20 @@ def test_profile_step_attributes_thunk_time_to_model_parts():
     assert parts == {"decoder", "encoder", "optimizer"}
 
 
+@pytest.mark.multi30k
+@pytest.mark.backends("torch")
+def test_optimizer_update_times_every_variant_over_the_models_weights():
+    out = run_script("optimizer_update.py", "--rounds", "2", "--updates", "1",
+                     "--vocab", "200", "200", "--set", *TINY[:3], backend="torch")
+    result = figures(out)
+    variants = ["keras_adam_clip", "keras_rnmt_adam_clip", "keras_adam", "keras_rnmt_adam",
+                "global_norm_only"]
+    assert result["backend"] == "torch" and list(result["ms_per_update"]) == variants
+    assert all(len(ms) == 2 and min(ms) > 0 for ms in result["ms_per_update"].values())
+    assert result["best_ms"] == {name: min(ms) for name, ms in result["ms_per_update"].items()}
+    assert 5_000 < result["weights"] < 20_000  # the tiny model's, not SB's 12.8M
+
+
 def test_a_driver_killed_with_sigterm_takes_its_child_with_it(tmp_path):
     """`sb.exit_on_sigterm`: `kill PID` on a script waiting in `subprocess.run` ends its
     child too (a quality run's training would otherwise go on alone)."""
