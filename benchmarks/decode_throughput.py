@@ -36,13 +36,13 @@ SAVED = os.path.join(ROOT, "saved_models", "bench_epoch1")
 
 def decode(backend, run_dir, stop_rule, dtype_policy="", sentences=0):
     """`decode_worker.py` under `backend`: "tensorflow", "jax", "torch", "tensorflow:xla"
-    (the search compiled with XLA) or "jax:matmul_precision=bfloat16"."""
+    (the search compiled with XLA) or "jax:matmul_precision=bfloat16" (or torch:...)."""
     name, _, variant = backend.partition(":")
     options = {"": [], "xla": ["--jit-compile"],
                "matmul_precision=bfloat16": ["--matmul-precision", "bfloat16"]}
     if variant not in options:
         raise ValueError(f"Unknown backend variant {backend!r}: only 'tensorflow:xla' and "
-                         "'jax:matmul_precision=bfloat16'")
+                         "'jax:matmul_precision=bfloat16' (or torch:)")
     env = worker_env(KERAS_BACKEND=name)
     process = subprocess.run([sys.executable, os.path.join(HERE, "decode_worker.py"), run_dir,
                               "--stop-rule", stop_rule, "--dtype-policy", dtype_policy,

@@ -1,4 +1,4 @@
-"""bfloat16 matmul operands with float32 accumulation, for float32 models (JAX).
+"""bfloat16 matmul operands with float32 accumulation, for float32 models (JAX, PyTorch).
 
 Under `matmul_precision("bfloat16")` the model's large products take their operands rounded
 to bfloat16 and accumulate and return float32:
@@ -18,9 +18,16 @@ bfloat16 operands too:
 
     ∂L/∂x = bf16(g) · bf16(W)ᵀ,      ∂L/∂W = bf16(x)ᵀ · bf16(g)
 
-What goes through it: the decoder's LSTM and W_c products (`lstm_step`, `deferred_scan`),
-and every `MatrixDense` (the attention projections, the vocabulary projection). The
-encoder's Keras LSTM layers and the bridge keep float32 products.
+Under PyTorch the same products run with oneDNN's float32 matmuls told to compute in
+bfloat16 (``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``, set around each product
+forward and backward only): bfloat16 operands, float32 sums and a float32 result, the same
+numbers as the rounded operands' exact products up to the order of the sums (`torch_product`). On the AMX
+host SB's vocabulary projection ran at 1,017-1,100 GFLOP/s that way against 268-301 in
+float32 (RESULTS.md §1, "PyTorch: bfloat16 operands with float32 sums").
+
+What goes through it: the decoder's LSTM and W_c products (`lstm_step`, `deferred_scan`,
+`torch_deferred_scan`), and every `MatrixDense` (the attention projections, the vocabulary
+projection). The encoder's Keras LSTM layers and the bridge keep float32 products.
 
     >>> matmul_precision()
     'float32'
@@ -45,11 +52,12 @@ def check_matmul_precision(value):
         raise ValueError(f"Unknown matmul_precision {value!r}. Valid choices: "
                          f"{', '.join(map(repr, MATMUL_PRECISIONS))}")
     backend = keras.backend.backend()
-    if value == "bfloat16" and backend != "jax":
+    if value == "bfloat16" and backend not in ("jax", "torch"):
         raise ValueError(
-            f"matmul_precision='bfloat16' is implemented under JAX only (KERAS_BACKEND=jax); "
-            f"the backend is {backend!r}. Use matmul_precision='float32', or "
-            "dtype_policy='mixed_bfloat16' for bfloat16 under TensorFlow and PyTorch.")
+            f"matmul_precision='bfloat16' is implemented under JAX and PyTorch only "
+            f"(KERAS_BACKEND=jax or torch); the backend is {backend!r}. Use "
+            "matmul_precision='float32', or dtype_policy='mixed_bfloat16' for bfloat16 "
+            "under TensorFlow.")
 
 
 def matmul_precision():
@@ -64,8 +72,8 @@ def set_matmul_precision(value):
     matmuls, where the products are emulated (`keras_rnmt.precision`).
 
     Args:
-        value: "float32" (plain float32 products) or "bfloat16" (JAX only: bfloat16
-            operands, float32 sums and result).
+        value: "float32" (plain float32 products) or "bfloat16" (JAX and PyTorch:
+            bfloat16 operands, float32 sums and result).
     """
     _set(value, stacklevel=3)
 
@@ -115,7 +123,66 @@ def matmul(x, kernel):
     value = kernel.value if isinstance(kernel, keras.Variable) else kernel  # autocast
     if not _reduced(x, value) or len(value.shape) != 2 or value.shape[1] == 1:
         return ops.matmul(x, kernel)
+    if keras.backend.backend() == "torch":
+        return _torch_bf16_matmul().apply(ops.convert_to_tensor(x), value)
     return _bf16_matmul()(x, value)
+
+
+def torch_product(a, b, reduced=True):
+    """PyTorch: `a @ b` for float32 tensors, from bfloat16 operands with float32 sums and
+    result when `reduced` (else the plain product).
+
+    oneDNN computes a float32 product in bfloat16 under ``torch.backends.mkldnn.matmul.
+    fp32_precision = "bf16"``, set here around the product only; PyTorch sends a product to
+    oneDNN only when m·k·n > 16³, so smaller ones round their operands here instead (they
+    cost nothing either way)."""
+    if not reduced:
+        return a @ b
+    if a.numel() * b.shape[-1] <= _ONEDNN_MIN_SIZE:
+        return a.bfloat16().float() @ b.bfloat16().float()
+    with _torch_fp32_precision("bf16"):
+        return a @ b
+
+
+# PyTorch's smallest product (m·k·n) for oneDNN's gemm (`checksize` in ATen's
+# native/mkldnn/Matmul.cpp); at or below it, oneDNN's bfloat16 setting is not consulted.
+_ONEDNN_MIN_SIZE = 16 * 16 * 16
+
+
+@contextlib.contextmanager
+def _torch_fp32_precision(value):
+    import torch
+
+    settings = torch.backends.mkldnn.matmul
+    previous = settings.fp32_precision
+    settings.fp32_precision = value
+    try:
+        yield
+    finally:
+        settings.fp32_precision = previous
+
+
+@functools.cache
+def _torch_bf16_matmul():
+    """The PyTorch autograd function bf16(x) · bf16(W) → float32, backward in bfloat16."""
+    import torch
+
+    class Product(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, kernel):
+            ctx.save_for_backward(x, kernel)
+            return torch_product(x, kernel)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, kernel = ctx.saved_tensors
+            k, n = kernel.shape
+            d_x = torch_product(g, kernel.T) if ctx.needs_input_grad[0] else None
+            d_kernel = (torch_product(x.reshape(-1, k).T, g.reshape(-1, n))
+                        if ctx.needs_input_grad[1] else None)
+            return d_x, d_kernel
+
+    return Product
 
 
 def weight_gradient(x, delta):
@@ -123,6 +190,8 @@ def weight_gradient(x, delta):
     at the current precision; (in, out) float32."""
     if not _reduced(x, delta):
         return ops.einsum("tbi,tbo->io", x, delta)
+    if keras.backend.backend() == "torch":
+        return torch_product(x.reshape(-1, x.shape[-1]).T, delta.reshape(-1, delta.shape[-1]))
     import jax.numpy as jnp
 
     return jnp.einsum("tbi,tbo->io", x.astype(jnp.bfloat16), delta.astype(jnp.bfloat16),

@@ -91,9 +91,10 @@ def emulated_matmul_precision_warning(precision, flags=None, accelerator=None):
         return None
     native = NATIVE_FLAGS["mixed_bfloat16"]
     return (f"matmul_precision='bfloat16' on a CPU without native bfloat16 matmuls (none of "
-            f"the CPU flags {', '.join(native)}): XLA emulates the bfloat16 products, so "
-            "expect them slower than float32, not faster (the option was measured only on "
-            "an Intel CPU with AMX). Use matmul_precision='float32' here.")
+            f"the CPU flags {', '.join(native)}): the backend emulates the bfloat16 products "
+            "(XLA) or leaves them to oneDNN's fallback (PyTorch), so expect them slower than "
+            "float32, not faster (the option was measured only on an Intel CPU with AMX). "
+            "Use matmul_precision='float32' here.")
 
 
 def warn_if_emulated(policy):

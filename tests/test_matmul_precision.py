@@ -1,5 +1,6 @@
-"""`matmul_precision("bfloat16")` (JAX): products from bfloat16-rounded operands with float32
-sums, forward and backward; float32 otherwise; a clear error elsewhere or for a bad name."""
+"""`matmul_precision("bfloat16")` (JAX, PyTorch): products from bfloat16-rounded operands with
+float32 sums, forward and backward; float32 otherwise; a clear error elsewhere (TensorFlow)
+or for a bad name."""
 
 import keras
 import numpy as np
@@ -21,7 +22,14 @@ def bf16(array):
 
 
 def value_and_gradients(x, kernel, readout):
-    """`(x W, ∂Σ(x W ⊙ R)/∂x, ∂Σ(x W ⊙ R)/∂W)` through `mp.matmul` under JAX."""
+    """`(x W, ∂Σ(x W ⊙ R)/∂x, ∂Σ(x W ⊙ R)/∂W)` through `mp.matmul`, as float32 arrays."""
+    if keras.backend.backend() == "torch":
+        import torch
+
+        x, kernel = (torch.tensor(a, requires_grad=True) for a in (x, kernel))
+        y = mp.matmul(x, kernel)
+        (y * torch.as_tensor(readout)).sum().backward()
+        return tuple(t.detach().numpy() for t in (y, x.grad, kernel.grad))
     import jax
 
     def loss(x, kernel):
@@ -31,7 +39,7 @@ def value_and_gradients(x, kernel, readout):
     return np.asarray(mp.matmul(x, kernel)), np.asarray(d_x), np.asarray(d_kernel)
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 def test_bfloat16_rounds_the_operands_forward_and_backward_golden():
     x = np.array([[1 + EPS, 2.0]], "float32")
     kernel = np.array([[3.0, 1.0], [1 + EPS, 2.0]], "float32")
@@ -49,29 +57,34 @@ def test_bfloat16_rounds_the_operands_forward_and_backward_golden():
     np.testing.assert_array_equal(d_kernel, [[1.0, 1.0], [2.0, 2.0]])
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 def test_a_matrix_vector_product_stays_float32():
     x = np.array([[1 + EPS, 2.0]], "float32")
     kernel = np.array([[3.0], [1 + EPS]], "float32")
     with mp.matmul_precision_scope("bfloat16"):
-        y = np.asarray(mp.matmul(x, kernel))
+        y = ops.convert_to_numpy(mp.matmul(x, kernel))
     np.testing.assert_allclose(y, [[5 + 5 * EPS]], rtol=0, atol=1e-6)  # not 3 + 2 = 5
 
 
-@pytest.mark.backends("jax")
-@pytest.mark.parametrize("shape", [(7, 24), (3, 5, 24)])
-def test_bfloat16_products_equal_exact_products_of_the_rounded_operands(shape):
+# Under PyTorch the first two are small enough (m·k·n ≤ 16³) that `mp.torch_product` rounds
+# their operands itself; the last two go to oneDNN with its bfloat16 setting.
+@pytest.mark.backends("jax", "torch")
+@pytest.mark.parametrize("shape, kernel_shape", [((7, 24), (24, 9)), ((3, 5, 24), (24, 9)),
+                                                 ((64, 32), (32, 48)),
+                                                 ((4, 16, 32), (32, 48))])
+def test_bfloat16_products_equal_exact_products_of_the_rounded_operands(shape, kernel_shape):
     rng = np.random.default_rng(0)
+    k, n = kernel_shape
     x = rng.normal(size=shape).astype("float32")
-    kernel = rng.normal(size=(24, 9)).astype("float32")
-    readout = rng.normal(size=shape[:-1] + (9,)).astype("float32")
+    kernel = rng.normal(size=kernel_shape).astype("float32")
+    readout = rng.normal(size=shape[:-1] + (n,)).astype("float32")
     with mp.matmul_precision_scope("bfloat16"):
         y, d_x, d_kernel = value_and_gradients(x, kernel, readout)
     rx, rk, rr = bf16(x), bf16(kernel), bf16(readout)
-    assert y.shape == shape[:-1] + (9,) and d_x.shape == shape and d_kernel.shape == (24, 9)
+    assert y.shape == shape[:-1] + (n,) and d_x.shape == shape and d_kernel.shape == (k, n)
     np.testing.assert_allclose(y, rx @ rk, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(d_x, rr @ rk.T, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(d_kernel, rx.reshape(-1, 24).T @ rr.reshape(-1, 9),
+    np.testing.assert_allclose(d_kernel, rx.reshape(-1, k).T @ rr.reshape(-1, n),
                                rtol=1e-5, atol=1e-5)
     # ... and not the float32 products.
     assert np.abs(y - x.astype("float64") @ kernel).max() > 1e-3
@@ -85,7 +98,7 @@ def test_float32_is_the_default_and_the_plain_product():
                                   ops.convert_to_numpy(ops.matmul(x, kernel)))
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 def test_bfloat16_operands_of_a_mixed_policy_keep_the_plain_product():
     x = ops.cast(np.ones((2, 3), "float32"), "bfloat16")
     kernel = ops.cast(np.ones((3, 4), "float32"), "bfloat16")
@@ -94,17 +107,19 @@ def test_bfloat16_operands_of_a_mixed_policy_keep_the_plain_product():
     assert keras.backend.standardize_dtype(y.dtype) == "bfloat16"
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 def test_matrix_dense_under_bfloat16_is_bias_plus_the_rounded_product():
     layer = MatrixDense(5, activation="tanh")
     x = np.random.default_rng(2).normal(size=(2, 3, 8)).astype("float32")
     layer.build(x.shape)
     layer.bias.assign(np.linspace(-1, 1, 5).astype("float32"))
     with mp.matmul_precision_scope("bfloat16"):
-        y = np.asarray(layer(x))
-    expected = np.tanh(bf16(x) @ bf16(layer.kernel.numpy()) + layer.bias.numpy())
+        y = ops.convert_to_numpy(layer(x))
+    expected = np.tanh(bf16(x) @ bf16(ops.convert_to_numpy(layer.kernel))
+                       + ops.convert_to_numpy(layer.bias))
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
-    assert np.abs(y - np.asarray(layer(x))).max() > 1e-4  # float32 again outside the scope
+    # float32 again outside the scope
+    assert np.abs(y - ops.convert_to_numpy(layer(x))).max() > 1e-4
 
 
 def test_the_scope_restores_the_previous_precision():
@@ -122,15 +137,15 @@ def test_an_unknown_precision_names_the_valid_choices(build):
         build()
 
 
-@pytest.mark.backends("tensorflow", "torch")
-def test_bfloat16_outside_jax_is_a_clear_error():
-    with pytest.raises(ValueError, match="implemented under JAX only .* the backend is "
+@pytest.mark.backends("tensorflow")
+def test_bfloat16_under_tensorflow_is_a_clear_error():
+    with pytest.raises(ValueError, match="implemented under JAX and PyTorch only .* the backend is "
                                          f"'{keras.backend.backend()}'"):
         mp.set_matmul_precision("bfloat16")
     assert mp.matmul_precision() == "float32"
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 @pytest.mark.parametrize("flags, warns", [({"avx2", "fma"}, True), ({"amx_bf16"}, False)])
 def test_setting_bfloat16_warns_where_the_cpu_would_emulate_it(monkeypatch, flags, warns):
     import warnings
@@ -148,7 +163,7 @@ def test_setting_bfloat16_warns_where_the_cpu_would_emulate_it(monkeypatch, flag
     assert all(w.filename == __file__ for w in caught)  # points at the caller
 
 
-@pytest.mark.backends("jax")
+@pytest.mark.backends("jax", "torch")
 def test_the_scope_s_warning_names_the_with_statement(monkeypatch):
     import warnings
 

@@ -22,6 +22,8 @@ import functools
 import keras
 from keras import tree
 
+from keras_rnmt.matmul_precision import matmul_precision, torch_product
+
 
 def torch_deferred_scan(step, kernels, context, init, xs):
     """A Python loop of `step` with the gradients of `kernels` taken after it (eager PyTorch).
@@ -72,6 +74,8 @@ class _Records:
         self.paths = [kernel.path for kernel in kernels]
         self.inputs = [{} for _ in kernels]
         self.deltas = [{} for _ in kernels]
+        # matmul_precision "bfloat16": the three products take bfloat16 operands.
+        self.reduced = matmul_precision() == "bfloat16"
 
 
 class _StepMatmul:
@@ -114,12 +118,14 @@ def _functions():
         @staticmethod
         def forward(ctx, x, kernel, token, records, n, t):
             ctx.kernel, ctx.records, ctx.n, ctx.t = kernel, records, n, t
-            return x @ kernel
+            return torch_product(x, kernel, records.reduced)
 
         @staticmethod
         def backward(ctx, delta):
             ctx.records.deltas[ctx.n][ctx.t] = delta
-            grad_x = delta @ ctx.kernel.detach().T if ctx.needs_input_grad[0] else None
+            grad_x = None
+            if ctx.needs_input_grad[0]:
+                grad_x = torch_product(delta, ctx.kernel.detach().T, ctx.records.reduced)
             return grad_x, None, delta.new_zeros(()), None, None, None
 
     class Gradients(torch.autograd.Function):
@@ -139,7 +145,8 @@ def _functions():
                     grads.append(None)
                     continue
                 x = torch.cat([inputs[t] for t in steps])  # (steps·batch, in)
-                grads.append(x.T @ torch.cat([deltas[t] for t in steps]))  # (in, out)
+                delta = torch.cat([deltas[t] for t in steps])
+                grads.append(torch_product(x.T, delta, ctx.records.reduced))  # (in, out)
                 deltas.clear()
             return (None, *grads)
 

@@ -57,7 +57,7 @@ class TrainConfig:
     init_from: str = ""  # a run directory: start from its best.keras weights (fine-tuning)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     dtype_policy: str = "float32"  # "float32" | "mixed_float16" | "mixed_bfloat16"
-    # "bfloat16" (JAX only): float32 model, the decoder's products from bfloat16 operands with
+    # "bfloat16" (JAX, PyTorch): float32 model, the decoder's products from bfloat16 operands with
     # float32 sums (keras_rnmt.matmul_precision; 4-6x faster matmuls on a CPU with AMX).
     matmul_precision: str = "float32"
     distribute: str = "none"  # "none" | "data-parallel" (every local device; JAX, TensorFlow)

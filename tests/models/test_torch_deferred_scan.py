@@ -70,6 +70,23 @@ def test_deferred_gradients_are_those_of_the_plain_loop(variant, monkeypatch):
 
 
 @pytest.mark.backends("torch")
+def test_bfloat16_products_give_the_plain_loop_s_gradients_to_bfloat16_rounding(monkeypatch):
+    from keras_rnmt.matmul_precision import matmul_precision_scope
+
+    variant = dict(attention="bahdanau", decoder_units=48)
+    with matmul_precision_scope("bfloat16"):
+        _, deferred_loss, deferred = gradients(variant)
+        monkeypatch.setattr(attention_decoder, "torch_deferred_scan", plain_scan)
+        _, plain_loss, plain = gradients(variant)
+    _, float32_loss, _ = gradients(variant)
+    assert deferred_loss == pytest.approx(plain_loss, rel=1e-5)
+    assert deferred_loss != float32_loss  # the products were rounded
+    for got, expected in zip(deferred, plain):
+        scale = float(expected.norm())
+        assert float((got - expected).norm()) <= 2e-2 * scale + 1e-6
+
+
+@pytest.mark.backends("torch")
 def test_each_kernel_gradient_is_one_product_after_the_loop():
     """The kernels' gradients come from one `Gradients.backward`, not from every step."""
     import torch

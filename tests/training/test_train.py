@@ -82,13 +82,13 @@ def test_training_under_a_policy_this_cpu_would_emulate_warns(tmp_path, small_sp
     assert results["epochs_run"] == 1
 
 
-def test_bfloat16_matmuls_train_under_jax_and_are_refused_before_any_file_elsewhere(
+def test_bfloat16_matmuls_train_under_jax_and_torch_and_are_refused_before_any_file_else(
         tmp_path, small_splits):
     import keras
 
     config = toy_config(matmul_precision="bfloat16")
-    if keras.backend.backend() != "jax":
-        with pytest.raises(ValueError, match="implemented under JAX only"):
+    if keras.backend.backend() not in ("jax", "torch"):
+        with pytest.raises(ValueError, match="implemented under JAX and PyTorch only"):
             train.train_and_evaluate(config, str(tmp_path / "run"))
         assert not os.path.exists(tmp_path / "run")
         return
