@@ -32,3 +32,15 @@ def small_model(**overrides):
                   window=1, dropout=0.0)
     values.update(overrides)
     return build_model(ModelConfig(**values))
+
+
+def built_model_and_batch(**overrides):
+    """A seeded, built `small_model(**overrides)` and a 6-sentence reverse-copy batch
+    `(source, target_in, target_out)`: what the deferred-gradient tests differentiate."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = small_model(**overrides)
+    batch = reverse_copy_batch(n=6, length=5, seed=3)
+    model(batch[:2])
+    return model, batch

@@ -5,7 +5,7 @@ the loop gives, and no backward loop may carry a kernel-sized accumulator."""
 import keras
 import numpy as np
 import pytest
-from model_helpers import reverse_copy_batch, small_model
+from model_helpers import built_model_and_batch
 
 from keras_rnmt.loop import scan
 from keras_rnmt.matmul_precision import matmul_precision_scope
@@ -29,10 +29,7 @@ def plain_scan(step, variables, kernels, context, init, xs):
 
 
 def model_and_loss(variant):
-    keras.utils.set_random_seed(0)
-    model = small_model(**variant)
-    source, target_in, target_out = reverse_copy_batch(n=6, length=5, seed=3)
-    model((source, target_in))
+    model, (source, target_in, target_out) = built_model_and_batch(**variant)
     weights = [np.asarray(v) for v in model.trainable_variables]
     fixed = [np.asarray(v) for v in model.non_trainable_variables]
     mask = (target_out != 0).astype("float32")

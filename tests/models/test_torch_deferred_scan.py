@@ -5,7 +5,7 @@ autograd of the plain loop gives, and a step that misuses a kernel is an error."
 import keras
 import numpy as np
 import pytest
-from model_helpers import reverse_copy_batch, small_model
+from model_helpers import built_model_and_batch
 
 from keras_rnmt.loop import scan
 from keras_rnmt.models import attention_decoder
@@ -33,10 +33,7 @@ def gradients(variant):
     """The loss and every trainable variable's gradient of one teacher-forced batch."""
     import torch
 
-    keras.utils.set_random_seed(0)
-    model = small_model(**variant)
-    source, target_in, target_out = reverse_copy_batch(n=6, length=5, seed=3)
-    model((source, target_in))
+    model, (source, target_in, target_out) = built_model_and_batch(**variant)
     keras.utils.set_random_seed(1)  # the same dropout masks in both runs
     logits = model((source, target_in), training=True)
     targets = torch.as_tensor(target_out, dtype=torch.long, device=logits.device)
