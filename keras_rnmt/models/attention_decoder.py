@@ -8,6 +8,7 @@ from keras_rnmt.direct_call import calls_directly
 from keras_rnmt.loop import scan
 from keras_rnmt.models.decoder_cell import AttentionDecoderCell
 from keras_rnmt.models.deferred_scan import deferred_scan
+from keras_rnmt.models.dropout import Dropout
 from keras_rnmt.models.lstm_step import plain_matmul
 from keras_rnmt.models.torch_deferred_scan import defers_under_torch, torch_deferred_scan
 
@@ -93,7 +94,7 @@ class AttentionDecoder(keras.layers.Layer):
                                    name=f"bridge_{i}")
                 for i in range(num_layers * self.states_per_layer)
             ]
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.output_layer = MatrixDense(
             vocabulary_size, dtype=self.dtype_policy, name="output_projection"
         )

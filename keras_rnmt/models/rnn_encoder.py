@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_rnmt.models.dropout import Dropout
 from keras_rnmt.models.torch_lstm import fused_lstm
 
 
@@ -63,7 +64,7 @@ class RNNEncoder(keras.layers.Layer):
         self.embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=self.dtype_policy, name="embedding"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         rnn_class = keras.layers.LSTM if cell == "lstm" else keras.layers.GRU
         self.rnns = []
         for i in range(num_layers):

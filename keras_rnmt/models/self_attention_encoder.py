@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_rnmt.models.dropout import Dropout
 from keras_rnmt.models.rnn_encoder import encoder_output_spec
 
 
@@ -59,7 +60,7 @@ class SelfAttentionEncoder(keras.layers.Layer):
         self.positions = keras_hub.layers.SinePositionEncoding(
             dtype=self.dtype_policy, name="positions"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.blocks = [
             keras_hub.layers.TransformerEncoder(
                 intermediate_dim, num_heads, dropout=dropout,

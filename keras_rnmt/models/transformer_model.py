@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
 from keras_rnmt.models.config import ModelConfig
+from keras_rnmt.models.dropout import Dropout
 from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
@@ -75,7 +76,7 @@ class TransformerDecoderStack(keras.layers.Layer):
         self.positions = keras_hub.layers.SinePositionEncoding(
             dtype=self.dtype_policy, name="positions"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.blocks = [
             keras_hub.layers.TransformerDecoder(
                 intermediate_dim, num_heads, dropout=dropout,

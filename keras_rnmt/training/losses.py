@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_rnmt.training.torch_cross_entropy import token_cross_entropy
+
 
 @keras.saving.register_keras_serializable(package="keras_rnmt")
 class MaskedCrossEntropy(keras.losses.Loss):
@@ -32,11 +34,15 @@ class MaskedCrossEntropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
         logits = ops.cast(y_pred, "float32")
-        log_probs = ops.log_softmax(logits, axis=-1)
-        nll = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]
-        if self.label_smoothing:
-            smooth = -ops.mean(log_probs, axis=-1)
-            nll = (1.0 - self.label_smoothing) * nll + self.label_smoothing * smooth
+        if keras.backend.backend() == "torch":
+            # One autograd node with its gradient written out (torch_cross_entropy.py).
+            nll = token_cross_entropy(logits, y_true, self.label_smoothing)
+        else:
+            log_probs = ops.log_softmax(logits, axis=-1)
+            nll = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]
+            if self.label_smoothing:
+                smooth = -ops.mean(log_probs, axis=-1)
+                nll = (1.0 - self.label_smoothing) * nll + self.label_smoothing * smooth
         mask = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")
         # Keras divides the returned values by their count; rescale so the result is the
         # mean over real tokens only.
