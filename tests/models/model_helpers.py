@@ -44,3 +44,15 @@ def built_model_and_batch(**overrides):
     batch = reverse_copy_batch(n=6, length=5, seed=3)
     model(batch[:2])
     return model, batch
+
+
+# Decoder variants whose training unroll takes the kernels' gradients after the loop
+# (tests/models/test_deferred_scan.py under JAX, test_torch_deferred_scan.py under PyTorch).
+DEFERRED_VARIANTS = [
+    dict(attention="bahdanau"),
+    dict(attention="bahdanau", attention_order="bahdanau"),
+    dict(attention="none"),
+    dict(attention="recurrent", window=2),
+    dict(attention="general", input_feeding="context", decoder_layers=2),
+    dict(attention="bahdanau", cell="gru"),  # GRU kernels stay in the loop; W_c is deferred
+]

@@ -5,7 +5,7 @@ the loop gives, and no backward loop may carry a kernel-sized accumulator."""
 import keras
 import numpy as np
 import pytest
-from model_helpers import built_model_and_batch
+from model_helpers import DEFERRED_VARIANTS, built_model_and_batch
 
 from keras_rnmt.loop import scan
 from keras_rnmt.matmul_precision import matmul_precision_scope
@@ -14,14 +14,7 @@ from keras_rnmt.models.deferred_scan import deferred_scan
 
 pytestmark = pytest.mark.backends("jax")  # the other backends run the plain loop
 
-VARIANTS = [
-    dict(attention="bahdanau"),
-    dict(attention="bahdanau", attention_order="bahdanau"),
-    dict(attention="none"),
-    dict(attention="recurrent", window=2),
-    dict(attention="general", input_feeding="context", decoder_layers=2),
-    dict(attention="bahdanau", cell="gru"),  # GRU kernels stay in the loop; W_c is deferred
-]
+VARIANTS = DEFERRED_VARIANTS
 
 
 def plain_scan(step, variables, kernels, context, init, xs):

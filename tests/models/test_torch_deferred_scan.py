@@ -5,7 +5,7 @@ autograd of the plain loop gives, and a step that misuses a kernel is an error."
 import keras
 import numpy as np
 import pytest
-from model_helpers import built_model_and_batch
+from model_helpers import DEFERRED_VARIANTS, built_model_and_batch
 
 from keras_rnmt.loop import scan
 from keras_rnmt.models import attention_decoder
@@ -13,14 +13,8 @@ from keras_rnmt.models import torch_deferred_scan as module
 from keras_rnmt.models.lstm_step import plain_matmul
 from keras_rnmt.models.torch_deferred_scan import defers_under_torch, torch_deferred_scan
 
-VARIANTS = [
-    dict(attention="bahdanau"),
-    dict(attention="bahdanau", attention_order="bahdanau"),
-    dict(attention="none"),
-    dict(attention="recurrent", window=2),
-    dict(attention="general", input_feeding="context", decoder_layers=2),
+VARIANTS = DEFERRED_VARIANTS + [
     dict(attention="local-p"),
-    dict(attention="bahdanau", cell="gru"),  # GRU kernels stay in the loop; W_c is deferred
     dict(attention="bahdanau", dropout=0.3),
 ]
 
