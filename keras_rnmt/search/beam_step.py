@@ -9,7 +9,6 @@ PyTorch alike.
 
 from typing import Any, NamedTuple
 
-import keras
 from keras import ops
 
 from keras_rnmt.search import beam_helpers
@@ -121,10 +120,10 @@ def advance(carry, log_probs, model_state, attention, config):
     alive_attention = take_beams(candidate_attention, alive_index)
     parent = take_beams(candidate_beam[:, :, None], alive_index)[:, :, 0]  # B x K
     # Leaves the step passed through (encoder memory, attention keys) are per-sentence
-    # constants and stay in place, except under eager PyTorch, whose search ran 1-10% slower
-    # without their gathers (three alternating pairs; RESULTS.md §2, "Changes 11-12").
-    previous = None if keras.backend.backend() == "torch" else carry.model_state
-    model_state = gather_beams(model_state, parent, batch_size, beam_size, previous=previous)
+    # constants and stay in place, under every backend (RESULTS.md §2, "Changes 11-12" and
+    # "Change 14").
+    model_state = gather_beams(model_state, parent, batch_size, beam_size,
+                               previous=carry.model_state)
 
     # Finished: merge the candidates that ended in </s> into the frozen n_best pool. Only
     # the K best candidates may finish (as in fairseq): a </s> ranked below K would not

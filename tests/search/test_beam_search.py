@@ -249,9 +249,9 @@ def test_beam_size_one_equals_greedy_exactly():
 
 
 def test_a_state_leaf_the_step_passes_through_is_not_reordered_and_gives_the_same_search():
-    # RandomModel returns its memory unchanged, so `advance` keeps that leaf in place under
-    # JAX and TensorFlow (`gather_beams(..., previous=...)`; eager PyTorch gathers it); a
-    # step that returns a copy gets it gathered.
+    # RandomModel returns its memory unchanged, so `advance` keeps that leaf in place
+    # (`gather_beams(..., previous=...)`, every backend); a step that returns a copy gets it
+    # gathered.
     # Both searches must agree, and the memory the first carries must still be each
     # sentence's own.
     model = RandomModel(seed=3)
