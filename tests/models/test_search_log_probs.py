@@ -30,7 +30,6 @@ def test_float16_logits_give_float32_log_probs():
     np.testing.assert_allclose(np.exp(values[0]).sum(), 1.0, rtol=1e-6)
 
 
-
 @pytest.mark.tensorflow_only
 def test_a_vocabulary_unknown_when_traced_gives_the_same_values():
     # Only a traced TensorFlow function (e.g. a signature with an unknown vocabulary axis)

@@ -276,6 +276,20 @@ def test_a_state_leaf_the_step_passes_through_is_not_reordered_and_gives_the_sam
                                   np.repeat(to_numpy(state["memory"]), 3, axis=0))
 
 
+@pytest.mark.backends("tensorflow", "torch")
+def test_eager_steps_keep_the_passed_through_leaf_as_the_same_tensor():
+    # Eagerly (PyTorch always; TensorFlow outside tf.function) the while loop runs in
+    # Python, so the leaf kept in place is the very tensor the search started from: no
+    # backend gathers it (under jax.jit the identity is not observable).
+    model = RandomModel(seed=3)
+    options = dict(batch_size=3, beam_size=3, bos_id=BOS, eos_id=EOS, max_length=7,
+                   length_penalty=1.0)
+    start = beam_search_start(model.step, model.initial_state(3), **options)
+    carry = beam_search_continue(model.step, start, beam_size=3, eos_id=EOS, length_penalty=1.0)
+    assert int(carry.step) > int(start.step)
+    assert carry.model_state["memory"] is start.model_state["memory"]
+
+
 def _log_table(rows):
     with np.errstate(divide="ignore"):
         return np.log(np.array(rows, dtype="float64")).astype("float32")
