@@ -38,7 +38,7 @@ def main(argv=None):
     import keras
     import sacrebleu
 
-    from keras_rnmt.cli import keep_freed_memory_for_backend
+    from keras_rnmt.malloc import keep_freed_memory_for_backend
     from keras_rnmt.matmul_precision import matmul_precision, set_matmul_precision
     from keras_rnmt.translator import Translator
 

@@ -134,8 +134,8 @@ def main(argv=None):
     import keras
     import numpy as np
 
-    from keras_rnmt.cli import keep_freed_memory_for_backend
     from keras_rnmt.data import make_dataset
+    from keras_rnmt.malloc import keep_freed_memory_for_backend
     from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 

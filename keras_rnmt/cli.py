@@ -20,6 +20,8 @@ import importlib.util
 import os
 import sys
 
+from keras_rnmt.malloc import keep_freed_memory_for_backend
+
 # keras_rnmt.search.STOP_RULES, spelled out so `--help` does not import Keras.
 STOP_RULES_CHOICES = ("current", "bound")
 # keras_rnmt.training.config.POLICIES, spelled out so `--help` needs no heavy import.
@@ -374,18 +376,6 @@ def build_parser():
     quick.add_argument("--run-dir", default="runs/quickstart")
     quick.set_defaults(func=cmd_quickstart)
     return parser
-
-
-def keep_freed_memory_for_backend():
-    """Under PyTorch and TensorFlow, have glibc keep freed memory (`keras_rnmt.malloc`): their
-    steps' temporaries then reuse pages instead of mapping new ones. Returns whether it did."""
-    import keras
-
-    if keras.backend.backend() not in ("torch", "tensorflow"):
-        return False
-    from keras_rnmt.malloc import keep_freed_memory
-
-    return keep_freed_memory()
 
 
 def main(argv=None):

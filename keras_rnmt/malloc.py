@@ -19,8 +19,9 @@ heap can only be reused, not returned. ``M_ARENA_MAX`` is left alone: one arena 
 thread made XLA's compilation 25-35% slower (RESULTS.md §1, "Page faults of a step's
 temporaries"), and JAX gained nothing from the other two settings.
 
-`keras-rnmt` calls it under PyTorch and TensorFlow (`keras_rnmt.cli.main`); a program that
-uses the library directly may call it once at its start.
+`keep_freed_memory_for_backend` calls it under PyTorch and TensorFlow only; `keras-rnmt`
+(`keras_rnmt.cli.main`) and the benchmark workers call that at their start, and a program
+that uses the library directly may do the same.
 """
 
 import ctypes
@@ -71,3 +72,13 @@ def _glibc_mallopt():
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return mallopt
+
+
+def keep_freed_memory_for_backend():
+    """Under PyTorch and TensorFlow, have glibc keep freed memory (`keep_freed_memory`): their
+    steps' temporaries then reuse pages instead of mapping new ones. Returns whether it did."""
+    import keras
+
+    if keras.backend.backend() not in ("torch", "tensorflow"):
+        return False
+    return keep_freed_memory()
