@@ -154,8 +154,10 @@ def main(argv=None):
     state = model.search_state(source)
     state = keras.tree.map_structure(lambda x: flatten_beam_dim(add_beam_dim(x, beam)), state)
     tokens = rng.integers(4, vocab, (batch * beam,)).astype("int32")
-    step = compile_search(lambda t, s: model.search_step(t, s)[0])
-    step_seconds = best_time(lambda: step(model, tokens, state))
+    # With the constants `Translator` computes once for its searches (the input table).
+    constants = translator._search_constants(model)
+    step = compile_search(lambda t, s, c: model.search_step(t, s, constants=c)[0])
+    step_seconds = best_time(lambda: step(model, tokens, state, constants))
     # The output projection: the (width, V) kernel.
     width = next(int(v.shape[0]) for v in model.weights
                  if len(v.shape) == 2 and int(v.shape[1]) == vocab)

@@ -12,6 +12,7 @@ from keras import ops
 from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.search import check_output_limits, check_stop_rule
 from keras_rnmt.search.compiled import compile_search
+from keras_rnmt.search.constants import SearchConstants
 from keras_rnmt.search.programs import search_programs
 from keras_rnmt.search.shrinking import shrinking_beam_search
 from keras_rnmt.unk import check_word_tokenizers, replace_unknown
@@ -131,6 +132,7 @@ class Translator:
                              "decodes eagerly. Received KERAS_BACKEND=torch")
         self.jit_compile = bool(jit_compile)
         self._compiled = {}
+        self._search_constants = SearchConstants()  # computed once for many batches
         self._warned_no_attention = False
 
     @classmethod
@@ -324,12 +326,14 @@ class Translator:
         if key not in self._compiled:
             self._compiled[key] = [compile_search(fn, self.jit_compile)
                                    for fn in self._search_fns(n_best, max_steps)]
+        constants = self._search_constants(self.model)
         if self.beam_size > 1 and not self._search_in_graph():
             start, advance = self._compiled[key]
             return shrinking_beam_search(
-                lambda: start(self.model, source, max_length),
-                lambda carry, until: advance(self.model, carry, until), self.beam_size)
-        result = self._compiled[key][0](self.model, source, max_length)
+                lambda: start(self.model, source, max_length, constants),
+                lambda carry, until: advance(self.model, carry, until, constants),
+                self.beam_size)
+        result = self._compiled[key][0](self.model, source, max_length, constants)
         return tuple(None if x is None else ops.convert_to_numpy(x) for x in result)
 
     def _search_in_graph(self):

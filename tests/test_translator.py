@@ -224,3 +224,40 @@ def test_unk_replacement_with_subword_tokenizers_is_an_error_naming_the_tokenize
     translation = Translation("a", -1.0, ["a"], ["ein", "</s>"], np.ones((2, 2), "float32"))
     with pytest.raises(ValueError, match="unk_replaced needs word tokenizers"):
         plain.unk_replaced(translation)
+
+
+def test_search_constants_are_reused_until_the_weights_change():
+    # A model of its own: the test changes its weights.
+    model, source_tokenizer, target_tokenizer = tiny_parts(seed=3)
+    translator = Translator(model, source_tokenizer, target_tokenizer, beam_size=2)
+    before = translator.translate(SOURCES)
+    constants = translator._search_constants(model)
+    assert sorted(constants) == ["input_kernel", "input_table"]
+    assert translator._search_constants(model) is constants  # same weights: not computed again
+    embeddings = model.decoder.embedding.embeddings
+    embeddings.assign(ops.convert_to_numpy(embeddings)[::-1].copy())  # as training would
+    after = translator.translate(SOURCES)
+    assert translator._search_constants(model) is not constants
+    fresh = Translator(model, source_tokenizer, target_tokenizer, beam_size=2).translate(SOURCES)
+    assert [(r.ids, r.score) for r in after] == [(r.ids, r.score) for r in fresh]
+    assert [r.score for r in after] != [r.score for r in before]
+
+
+def test_the_translator_s_search_with_constants_gives_the_plain_step_s_hypotheses(
+        translator_parts):
+    model, source_tokenizer, target_tokenizer = translator_parts
+    source = np.zeros((4, 8), "int32")
+    for row, sentence in enumerate(SOURCES):
+        ids = source_tokenizer.tokenize([sentence]).to_list()[0] + [3]
+        source[row, :len(ids)] = ids
+    plain = beam_search(model.search_step, model.search_state(source), beam_size=3,
+                        length_penalty=1.0,
+                        batch_size=4, bos_id=2, eos_id=3, max_length=np.full(4, 12, "int32"),
+                        source_mask=ops.not_equal(source, 0))
+    results = Translator(model, source_tokenizer, target_tokenizer, beam_size=3,
+                         max_length_a=0.0, max_length_b=12).translate(SOURCES)
+    for row, result in enumerate(results):
+        tokens = ops.convert_to_numpy(plain.tokens)[row, 0]
+        assert result.ids == [int(t) for t in tokens[:len(result.ids)]]
+        np.testing.assert_allclose(result.score, ops.convert_to_numpy(plain.scores)[row, 0],
+                                   rtol=1e-5)

@@ -267,8 +267,16 @@ class TransformerTranslationModel(CompileBuildsOptimizer, keras.Model):
             "step": ops.zeros((batch,), dtype="int32"),
         }
 
-    def search_step(self, tokens, state):
-        """`(tokens (N,), state) -> (log_probs (N, V) float32, new_state, None)`.
+    def search_constants(self):
+        """Nothing to compute once per search: `{}` (`TranslationModel.search_constants`)."""
+        return {}
+
+    def search_constant_variables(self):
+        return []
+
+    def search_step(self, tokens, state, constants=None):
+        """`(tokens (N,), state) -> (log_probs (N, V) float32, new_state, None)`; `constants`
+        (from `search_constants()`, empty) is accepted for interface parity.
 
         Attention is None: keras-hub's `TransformerDecoder` does not expose its
         cross-attention weights, so no heatmap or coverage penalty for this model.

@@ -95,10 +95,26 @@ class TranslationModel(CompileBuildsOptimizer, keras.Model):
             "step": ops.zeros((batch,), dtype="int32"),
         }
 
-    def search_step(self, tokens, state):
-        """`(tokens (N,), state) -> (log_probs (N, V), new_state, α_j (N, S) or None)`."""
+    def search_constants(self):
+        """What every step of a search reads and no step changes, computed from the current
+        weights once for many searches instead of at every step
+        (`AttentionDecoder.search_constants`: for an LSTM decoder, every target word's
+        embedding times the LSTM's input kernel rows for it; `{}` for GRU). Pass it to
+        `search_step`; compute it again after a variable of `search_constant_variables()`
+        changes."""
+        return self.decoder.search_constants()
+
+    def search_constant_variables(self):
+        """The variables `search_constants()` is computed from."""
+        return self.decoder.search_constant_variables()
+
+    def search_step(self, tokens, state, constants=None):
+        """`(tokens (N,), state) -> (log_probs (N, V), new_state, α_j (N, S) or None)`.
+
+        `constants`: `search_constants()` of the current weights, or None (the same step,
+        every product computed in it)."""
         logits, decoder_state, weights = self.decoder.step(
-            tokens, state["decoder"], state["context"], state["step"][0]
+            tokens, state["decoder"], state["context"], state["step"][0], constants=constants
         )
         new_state = {"decoder": decoder_state, "context": state["context"],
                      "step": state["step"] + 1}

@@ -4,8 +4,12 @@ Greedy search is one program. Beam search is either two programs that Python alt
 (`beam_search_start`, then `beam_search_continue` chunk by chunk, for
 `shrinking.shrinking_beam_search`), or one program that runs both inside
 `graph_shrinking.graph_shrinking_beam_search` (TensorFlow without XLA). Each program casts a
-mixed-precision model's weights once per call, not at every step (`cast_once`).
+mixed-precision model's weights once per call, not at every step (`cast_once`), and takes
+the model's `search_constants()` (computed by the caller once for many calls) as its last
+argument: None runs every product in the step.
 """
+
+import functools
 
 from keras import ops
 
@@ -36,7 +40,8 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
         (B, N), attention (B, N, T, S) or None)``, N = ``n_best`` (1 for greedy search).
         Else ``[start(source, max_length), advance(carry, until)]`` for
         `shrinking_beam_search`. ``source`` is int32 (B, S), 0-padded;
-        ``max_length`` int32 (B,).
+        ``max_length`` int32 (B,). Each program also takes ``constants=None``, the
+        model's `search_constants()`.
     """
     options = dict(beam_size=beam_size, eos_id=eos_id, n_best=n_best,
                    coverage_penalty=coverage_penalty, length_penalty=length_penalty,
@@ -46,34 +51,40 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
         return dict(batch_size=ops.shape(source)[0], bos_id=bos_id, max_length=max_length,
                     source_mask=ops.not_equal(source, 0), max_steps=max_steps)
 
-    def greedy(source, max_length):
+    def step_fn(constants):
+        if not constants:
+            return model.search_step
+        return functools.partial(model.search_step, constants=constants)
+
+    def greedy(source, max_length, constants=None):
         with cast_weights_once(model):
             state = model.search_state(source, max_length=max_steps)
-            result = greedy_search(model.search_step, state, eos_id=eos_id,
+            result = greedy_search(step_fn(constants), state, eos_id=eos_id,
                                    **common(source, max_length))
         attention = None if result.attention is None else result.attention[:, None]
         return result.tokens[:, None], result.scores[:, None], attention  # a 1-best list
 
-    def begin(source, max_length):
+    def begin(source, max_length, constants):
         state = model.search_state(source, max_length=max_steps)
-        return beam_search_start(model.search_step, state, keep_attention=keep_attention,
+        return beam_search_start(step_fn(constants), state, keep_attention=keep_attention,
                                  **{**common(source, max_length), **options})
 
-    def resume(carry, until):
-        return beam_search_continue(model.search_step, carry, until=until, **options)
+    def resume(carry, until, constants):
+        return beam_search_continue(step_fn(constants), carry, until=until, **options)
 
-    def start(source, max_length):
+    def start(source, max_length, constants=None):
         with cast_weights_once(model):
-            return begin(source, max_length)
+            return begin(source, max_length, constants)
 
-    def advance(carry, until):
+    def advance(carry, until, constants=None):
         with cast_weights_once(model):
-            return resume(carry, until)
+            return resume(carry, until, constants)
 
-    def graph(source, max_length):
+    def graph(source, max_length, constants=None):
         with cast_weights_once(model):
-            result = graph_shrinking_beam_search(lambda: begin(source, max_length), resume,
-                                                 beam_size)
+            result = graph_shrinking_beam_search(
+                lambda: begin(source, max_length, constants),
+                lambda carry, until: resume(carry, until, constants), beam_size)
         return result.tokens, result.scores, result.attention
 
     if beam_size <= 1:
