@@ -162,24 +162,30 @@ def tokenised_bleu(ids, info):
 
 
 def beam_search_fn(model, info, max_steps, beam_size):
-    """The compiled `(model, source, max_length) -> (tokens, scores)` of beam search."""
+    """The compiled `(model, source, max_length) -> (tokens, scores)` of beam search, over
+    the step with the model's `search_constants()` of its trained weights, as `Translator`
+    searches."""
+    import functools
+
     from keras import ops
 
     from keras_rnmt.search import beam_search
     from keras_rnmt.search.cast_once import cast_weights_once
     from keras_rnmt.search.compiled import compile_search
 
-    def run(source, max_length):
+    def run(source, max_length, constants):
+        step = functools.partial(model.search_step, constants=constants)
         with cast_weights_once(model):
             state = model.search_state(source, max_length=max_steps)
-            result = beam_search(model.search_step, state, batch_size=ops.shape(source)[0],
+            result = beam_search(step, state, batch_size=ops.shape(source)[0],
                                  beam_size=beam_size, bos_id=info["bos_id"],
                                  eos_id=info["eos_id"], max_length=max_length,
                                  length_penalty=1.0, source_mask=ops.not_equal(source, 0),
                                  max_steps=max_steps, keep_attention=False)
         return result.tokens, result.scores
 
-    return compile_search(run)
+    compiled, constants = compile_search(run), model.search_constants()
+    return lambda model, source, max_length: compiled(model, source, max_length, constants)
 
 
 def check(data, info, attention, policy, args):
