@@ -155,7 +155,7 @@ def main(argv=None):
     state = keras.tree.map_structure(lambda x: flatten_beam_dim(add_beam_dim(x, beam)), state)
     tokens = rng.integers(4, vocab, (batch * beam,)).astype("int32")
     # With the constants `Translator` computes once for its searches (the input table).
-    constants = translator._search_constants(model)
+    constants = model.search_constants()
     step = compile_search(lambda t, s, c: model.search_step(t, s, constants=c)[0])
     step_seconds = best_time(lambda: step(model, tokens, state, constants))
     # The output projection: the (width, V) kernel.
