@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_rnmt.search import beam_search, greedy_search
-from keras_rnmt.search.shifted import ShiftedLogProbs, as_shifted, normalized
+from keras_rnmt.search import ShiftedLogProbs, beam_search, greedy_search
+from keras_rnmt.search.shifted import as_shifted, normalized
 
 from .fake_models import BOS, EOS, SCRIPT_ATTENTION, SCRIPT_TABLE, A, B, C, RandomModel, table_state
 from .test_beam_search import LOG_01, LOG_0288, LOG_03
