@@ -39,9 +39,9 @@ def search_scores(logits):
     """`search_log_probs` as a `ShiftedLogProbs`: the banned logits and their logsumexp.
 
     The search subtracts the shift where it reads the scores (`keras_rnmt.search.shifted`)
-    instead of from every word: under JAX, SB's beam step (64 × 5 rows) took 18.7–19.2 ms
-    against 20.0–22.3 ms with the log-softmax written out (benchmarks/RESULTS.md §2,
-    "Change 16").
+    instead of from every word: under JAX on the Intel AMX host, SB's beam step (64 × 5
+    rows) took 18.7–19.2 ms against 20.0–22.3 ms with the log-softmax written out
+    (benchmarks/RESULTS.md §2, "Change 16").
 
     Args:
         logits: float tensor (N, V), any float dtype.

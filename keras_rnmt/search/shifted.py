@@ -5,8 +5,10 @@ number per row. Subtracting that number from every word costs a pass over (N, V)
 search does not need: beam search ranks ``alive_k + log P(v | beam k)``, which is
 ``(alive_k − shift_k) + z_v``, so the shift can go to the K beams' scores instead of the
 K·V words' (a (B, K) subtraction), and greedy search needs it only for the chosen word.
-Under JAX, SB's beam step of 64 sentences took 18.7–19.2 ms this way against 20.0–22.3 ms
-with the log-softmax written out (benchmarks/RESULTS.md §2, "Change 16").
+Under JAX on the Intel AMX host, SB's beam step of 64 sentences took 18.7–19.2 ms this way
+against 20.0–22.3 ms with the log-softmax written out; end to end, beam search gained 3–6%
+there and moved within its noise on the AVX2-only host (benchmarks/RESULTS.md §2,
+"Change 16").
 """
 
 from typing import Any, NamedTuple
