@@ -6,7 +6,6 @@ import numpy as np
 from keras import ops
 
 from keras_rnmt.log_softmax import log_softmax
-from keras_rnmt.search.shifted import ShiftedLogProbs
 
 # <pad> (id 0) and <s> (id 2) are never a translation's next word: the training targets
 # never ask for them at a real position, so their logits are untrained noise. Search must
@@ -32,30 +31,6 @@ def search_log_probs(logits):
     Returns:
         float32 tensor (N, V): log P(y | ...) with about -1e9 at the never-emitted ids.
     """
-    return log_softmax(_banned(logits), axis=-1)
-
-
-def search_scores(logits):
-    """`search_log_probs` as a `ShiftedLogProbs`: the banned logits and their logsumexp.
-
-    The search subtracts the shift where it reads the scores (`keras_rnmt.search.shifted`)
-    instead of from every word: under JAX on the Intel AMX host, SB's beam step (64 × 5
-    rows) took 18.7–19.2 ms against 20.0–22.3 ms with the log-softmax written out
-    (benchmarks/RESULTS.md §2, "Change 16").
-
-    Args:
-        logits: float tensor (N, V), any float dtype.
-
-    Returns:
-        `ShiftedLogProbs(scores (N, V) float32, shift (N,) float32)` with
-        ``scores − shift[:, None]`` equal to `search_log_probs(logits)` up to rounding.
-    """
-    scores = _banned(logits)
-    return ShiftedLogProbs(scores, ops.logsumexp(scores, axis=-1))
-
-
-def _banned(logits):
-    """float32 logits less 1e9 at the never-emitted ids."""
     logits = ops.cast(logits, "float32")
     vocabulary = logits.shape[-1]
     if vocabulary is None:
@@ -63,7 +38,7 @@ def _banned(logits):
         banned = _BAN * ops.sum(ops.one_hot(ops.array(NEVER_EMITTED, "int32"), dynamic), axis=0)
     else:
         banned = _banned_row(int(vocabulary))
-    return ops.subtract(logits, banned)
+    return log_softmax(ops.subtract(logits, banned), axis=-1)
 
 
 @functools.lru_cache(maxsize=16)

@@ -6,7 +6,7 @@ from keras import ops
 from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
 from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.dropout import Dropout
-from keras_rnmt.models.search_log_probs import search_log_probs, search_scores
+from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
 
@@ -274,10 +274,9 @@ class TransformerTranslationModel(CompileBuildsOptimizer, keras.Model):
     def search_constant_variables(self):
         return []
 
-    def search_step(self, tokens, state, constants=None, normalized=True):
+    def search_step(self, tokens, state, constants=None):
         """`(tokens (N,), state) -> (log_probs (N, V) float32, new_state, None)`; `constants`
-        (from `search_constants()`, empty) is accepted for interface parity;
-        `normalized=False` returns a `ShiftedLogProbs` (`TranslationModel.search_step`).
+        (from `search_constants()`, empty) is accepted for interface parity.
 
         Attention is None: keras-hub's `TransformerDecoder` does not expose its
         cross-attention weights, so no heatmap or coverage penalty for this model.
@@ -287,8 +286,7 @@ class TransformerTranslationModel(CompileBuildsOptimizer, keras.Model):
         )
         new_state = {"memory": state["memory"], "mask": state["mask"], "cache": cache,
                      "step": state["step"] + 1}
-        log_probs = search_log_probs(logits) if normalized else search_scores(logits)
-        return log_probs, new_state, None
+        return search_log_probs(logits), new_state, None
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}

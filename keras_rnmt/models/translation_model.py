@@ -8,7 +8,7 @@ from keras_rnmt.models.attention_decoder import AttentionDecoder
 from keras_rnmt.models.compile_builds_optimizer import CompileBuildsOptimizer
 from keras_rnmt.models.config import ModelConfig
 from keras_rnmt.models.rnn_encoder import RNNEncoder
-from keras_rnmt.models.search_log_probs import search_log_probs, search_scores
+from keras_rnmt.models.search_log_probs import search_log_probs
 from keras_rnmt.models.self_attention_encoder import SelfAttentionEncoder
 
 
@@ -108,20 +108,17 @@ class TranslationModel(CompileBuildsOptimizer, keras.Model):
         """The variables `search_constants()` is computed from."""
         return self.decoder.search_constant_variables()
 
-    def search_step(self, tokens, state, constants=None, normalized=True):
+    def search_step(self, tokens, state, constants=None):
         """`(tokens (N,), state) -> (log_probs (N, V), new_state, α_j (N, S) or None)`.
 
         `constants`: `search_constants()` of the current weights, or None (the same step,
-        every product computed in it). `normalized=False` returns the log-probabilities as
-        a `ShiftedLogProbs` (the logits and their logsumexp, `search_scores`), which the
-        search reads without the (N, V) subtraction."""
+        every product computed in it)."""
         logits, decoder_state, weights = self.decoder.step(
             tokens, state["decoder"], state["context"], state["step"][0], constants=constants
         )
         new_state = {"decoder": decoder_state, "context": state["context"],
                      "step": state["step"] + 1}
-        log_probs = search_log_probs(logits) if normalized else search_scores(logits)
-        return log_probs, new_state, weights
+        return search_log_probs(logits), new_state, weights
 
     def attention_weights(self, source_ids, target_in):
         """Teacher-forced attention weights (batch, target_len, source_len) for heatmaps."""

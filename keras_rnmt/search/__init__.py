@@ -2,9 +2,7 @@
 
 A model exposes ``step_fn(tokens, state) -> (log_probs, new_state, attention)`` over
 batch-major tensors; `greedy_search` and `beam_search` drive it with `keras.ops.while_loop`
-and return a `SearchResult`. ``log_probs`` may be a `ShiftedLogProbs` (scores and a per-row
-shift, e.g. the logits and their logsumexp), which the search reads without normalising
-every word. The beam helpers are pure functions of tensors.
+and return a `SearchResult`. The beam helpers are pure functions of tensors.
 """
 
 from keras_rnmt.search.beam import (
@@ -29,7 +27,6 @@ from keras_rnmt.search.graph_shrinking import graph_shrinking_beam_search
 from keras_rnmt.search.greedy import GreedyState, greedy_search
 from keras_rnmt.search.output_limits import check_output_limits
 from keras_rnmt.search.result import SearchResult
-from keras_rnmt.search.shifted import ShiftedLogProbs
 from keras_rnmt.search.shrinking import select_sentences, shrinking_beam_search
 
 __all__ = [
@@ -37,7 +34,6 @@ __all__ = [
     "BeamState",
     "GreedyState",
     "SearchResult",
-    "ShiftedLogProbs",
     "add_beam_dim",
     "beam_search",
     "beam_search_continue",

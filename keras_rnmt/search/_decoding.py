@@ -9,8 +9,6 @@ import numbers
 import numpy as np
 from keras import ops
 
-from keras_rnmt.search.shifted import as_shifted
-
 NEG_INF = float("-inf")
 
 
@@ -55,12 +53,9 @@ def resolve_max_length(max_length, batch_size, max_steps=None):
 def call_step(step_fn, tokens, state, expect_attention=None):
     """Call the model callback and normalise its outputs.
 
-    The step may return its log-probabilities (N, V) or a `ShiftedLogProbs`.
-
     Returns:
-        ``(log_probs, new_state, attention, has_attention)``: log_probs a float32
-        `ShiftedLogProbs` (shift 0 for normalised (N, V) log-probabilities); attention
-        float32 (N, S), or an (N, 0) placeholder when the model gives ``None``.
+        ``(log_probs, new_state, attention, has_attention)``: log_probs float32 (N, V);
+        attention float32 (N, S), or an (N, 0) placeholder when the model gives ``None``.
     """
     log_probs, new_state, attention = step_fn(tokens, state)
     has_attention = attention is not None
@@ -68,12 +63,11 @@ def call_step(step_fn, tokens, state, expect_attention=None):
         raise ValueError(
             "step_fn must return attention on every step or on none; it changed between steps"
         )
-    log_probs = as_shifted(log_probs)
     if has_attention:
         attention = ops.cast(attention, "float32")
     else:
-        attention = ops.zeros((ops.shape(log_probs.scores)[0], 0), dtype="float32")
-    return log_probs, new_state, attention, has_attention
+        attention = ops.zeros((ops.shape(log_probs)[0], 0), dtype="float32")
+    return ops.cast(log_probs, "float32"), new_state, attention, has_attention
 
 
 def read_step(buffer, t):

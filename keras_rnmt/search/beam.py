@@ -82,12 +82,12 @@ def beam_search(
         step_fn: callable ``(tokens, state) -> (log_probs, new_state, attention)``:
             tokens int32 (B*K,), the previous ids (``bos_id`` first); state any nested
             structure of batch-major tensors (B*K, ...); log_probs float32 (B*K, V)
-            normalised, or a `ShiftedLogProbs` (``search/shifted.py``); new_state with
-            the structure, shapes and dtypes of ``state``; attention float32 (B*K, S),
-            or ``None`` for a model without attention. A leaf of new_state that is the
-            very tensor of ``state`` (passed through) is taken for a per-sentence
-            constant and, under JAX and TensorFlow, not reordered (`gather_beams`):
-            return a leaf unchanged only if the step never changes it.
+            normalised; new_state with the structure, shapes and dtypes of ``state``;
+            attention float32 (B*K, S), or ``None`` for a model without attention. A
+            leaf of new_state that is the very tensor of ``state`` (passed through) is
+            taken for a per-sentence constant and, under JAX and TensorFlow, not
+            reordered (`gather_beams`): return a leaf unchanged only if the step never
+            changes it.
         initial_state: the state before the first step, leaves (B, ...); tiled here.
         batch_size: int. B.
         beam_size: int. K >= 1. ``beam_size=1`` reproduces `greedy_search` exactly (on a
@@ -232,7 +232,7 @@ def beam_search_continue(step_fn, carry, *, beam_size, eos_id, length_penalty=0.
             step_fn, previous, carry.model_state, expect_attention=has_attention or None
         )
         if not has_attention:
-            attention = ops.zeros((ops.shape(log_probs.shift)[0], 0), dtype="float32")
+            attention = ops.zeros((ops.shape(log_probs)[0], 0), dtype="float32")
         return (advance(carry, log_probs, model_state, attention, config),)
 
     (carry,) = ops.while_loop(cond, body, (carry,))

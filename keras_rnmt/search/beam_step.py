@@ -76,7 +76,7 @@ def advance(carry, log_probs, model_state, attention, config):
 
     Args:
         carry: the `BeamState` before the step.
-        log_probs: `ShiftedLogProbs` (B * K, V), the model's next-token log-probabilities.
+        log_probs: float32 (B * K, V), the model's next-token log-probabilities.
         model_state: the model state after the step, leaves (B * K, ...), not yet
             reordered: rows follow ``carry``'s beams.
         attention: float32 (B * K, S), the step's attention (S = 0 without a history).
@@ -90,16 +90,14 @@ def advance(carry, log_probs, model_state, attention, config):
     beam_size, n_best, eos_id, alpha, beta, stop_rule = config
     t, limits, source_mask = carry.step, carry.limits, carry.source_mask
     batch_size = ops.shape(carry.alive_log_probs)[0]
-    vocab_size = ops.shape(log_probs.scores)[-1]
-    scores = unflatten_beam_dim(log_probs.scores, batch_size, beam_size)  # B x K x V
-    shift = unflatten_beam_dim(log_probs.shift, batch_size, beam_size)  # B x K
+    vocab_size = ops.shape(log_probs)[-1]
+    log_probs = unflatten_beam_dim(log_probs, batch_size, beam_size)  # B x K x V
     attention = unflatten_beam_dim(attention, batch_size, beam_size)  # B x K x S
 
-    # Top 2K expansions by raw log-probability: alive + (scores - shift), the shift taken
-    # from the K beams' scores rather than from the K x V words' (search/shifted.py).
+    # Top 2K expansions by raw log-probability.
     num_candidates = min(2 * beam_size, beam_size * vocab_size)
     candidate_log_probs, flat_index = expand_beams(
-        carry.alive_log_probs - shift, scores, t >= limits - 1, eos_id, num_candidates)
+        carry.alive_log_probs, log_probs, t >= limits - 1, eos_id, num_candidates)
     candidate_beam = flat_index // vocab_size  # B x 2K
     candidate_token = flat_index % vocab_size  # B x 2K
     candidate_tokens = write_step(

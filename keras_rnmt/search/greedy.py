@@ -36,15 +36,11 @@ class GreedyState(NamedTuple):
 
 
 def _advance(carry, log_probs, model_state, attention, limits, eos_id):
-    """Append the argmax token of step ``carry.step``; finished sentences append padding.
-
-    ``log_probs`` is a `ShiftedLogProbs`: the argmax of a row's scores is its most probable
-    word, and only that word's score is shifted."""
+    """Append the argmax token of step ``carry.step``; finished sentences append padding."""
     t = carry.step
-    scores, shift = log_probs
-    tokens = ops.cast(ops.argmax(scores, axis=-1), "int32")
+    tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
     tokens = ops.where(t >= limits - 1, eos_id, tokens)  # sentence reached its length limit
-    token_log_probs = ops.take_along_axis(scores, tokens[:, None], axis=-1)[:, 0] - shift
+    token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=-1)[:, 0]
     active = ops.logical_not(carry.finished)
     tokens = ops.where(active, tokens, 0)
     attention = ops.where(active[:, None], attention, 0.0)
@@ -80,10 +76,9 @@ def greedy_search(
     Args:
         step_fn: callable ``(tokens, state) -> (log_probs, new_state, attention)``:
             tokens int32 (B,), the previous ids (``bos_id`` first); state any nested
-            structure of batch-major tensors (B, ...); log_probs float32 (B, V) normalised,
-            or a `ShiftedLogProbs` (``search/shifted.py``); new_state with the
-            structure, shapes and dtypes of ``state``; attention float32 (B, S) or
-            ``None``.
+            structure of batch-major tensors (B, ...); log_probs float32 (B, V) normalised;
+            new_state with the structure, shapes and dtypes of ``state``; attention float32
+            (B, S) or ``None``.
         initial_state: the state before the first step, leaves (B, ...).
         batch_size: int. B.
         bos_id: int. Id fed at the first step.

@@ -24,8 +24,7 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
     """The functions to compile for one output length T = ``max_steps``.
 
     Args:
-        model: a model with ``search_state(source, max_length)`` and ``search_step(tokens,
-            state, constants, normalized)``.
+        model: a model with ``search_state(source, max_length)`` and ``search_step``.
         bos_id, eos_id: int, the target tokenizer's ids.
         max_steps: int, T, the static output length.
         beam_size, n_best, length_penalty, coverage_penalty, stop_rule: as `beam_search`.
@@ -53,9 +52,9 @@ def search_programs(model, bos_id, eos_id, max_steps, *, beam_size, n_best, leng
                     source_mask=ops.not_equal(source, 0), max_steps=max_steps)
 
     def step_fn(constants):
-        # The log-probabilities as logits and their logsumexp (search/shifted.py).
-        return functools.partial(model.search_step, constants=constants or None,
-                                 normalized=False)
+        if not constants:
+            return model.search_step
+        return functools.partial(model.search_step, constants=constants)
 
     def greedy(source, max_length, constants=None):
         with cast_weights_once(model):

@@ -7,8 +7,6 @@ from keras import ops
 from model_helpers import VOCAB, reverse_copy_batch, small_model
 
 from keras_rnmt.models.search_log_probs import search_log_probs
-from keras_rnmt.search.shifted import ShiftedLogProbs
-from keras_rnmt.search.shifted import normalized as normalize
 
 VARIANTS = [
     dict(attention="none"),
@@ -29,36 +27,26 @@ VARIANTS = [
 ]
 
 
-def _unrolled_log_probs(model, source, target_in, constants=None, normalized=True):
+def _unrolled_log_probs(model, source, target_in, constants=None):
     state = model.search_state(source)
     steps = []
     for j in range(target_in.shape[1]):
         log_probs, state, _ = model.search_step(ops.convert_to_tensor(target_in[:, j]), state,
-                                                constants=constants, normalized=normalized)
-        if not normalized:
-            assert isinstance(log_probs, ShiftedLogProbs)
-            log_probs = normalize(log_probs)
+                                                constants=constants)
         steps.append(ops.convert_to_numpy(log_probs))
     return np.stack(steps, axis=1)
 
 
-# How the step is called: every product in it; with `search_constants()`; and as Translator
-# calls it, with the constants and its log-probabilities as logits and their logsumexp.
-STEP_MODES = {"plain": (False, True), "search-constants": (True, True),
-              "search-constants-shifted": (True, False)}
-
-
-@pytest.mark.parametrize("mode", list(STEP_MODES))
+@pytest.mark.parametrize("with_constants", [False, True], ids=["plain", "search-constants"])
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(map(str, v.values())))
-def test_step_by_step_equals_training_unroll(variant, mode):
-    with_constants, normalized = STEP_MODES[mode]
+def test_step_by_step_equals_training_unroll(variant, with_constants):
     source, target_in, _ = reverse_copy_batch(n=4, seed=1)
     model = small_model(**variant)
     logits = model((source, target_in), training=False)
     expected = ops.convert_to_numpy(search_log_probs(logits))
     constants = model.search_constants() if with_constants else None
-    np.testing.assert_allclose(
-        _unrolled_log_probs(model, source, target_in, constants, normalized), expected, atol=1e-5)
+    np.testing.assert_allclose(_unrolled_log_probs(model, source, target_in, constants),
+                               expected, atol=1e-5)
 
 
 def test_the_input_table_is_every_embedding_times_the_first_lstm_kernel_rows():

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_rnmt.models.search_log_probs import search_log_probs, search_scores
-from keras_rnmt.search.shifted import normalized
+from keras_rnmt.models.search_log_probs import search_log_probs
 
 
 def test_pad_and_bos_are_excluded_and_the_rest_renormalised():
@@ -45,17 +44,3 @@ def test_a_vocabulary_unknown_when_traced_gives_the_same_values():
     static = ops.convert_to_numpy(search_log_probs(logits))
     np.testing.assert_allclose(dynamic, static, rtol=1e-6, atol=1e-6)
     assert (dynamic[:, [0, 2]] < -1e8).all()
-
-
-def test_search_scores_are_the_banned_logits_and_their_logsumexp():
-    logits = np.array([[9.0, 1.0, 8.0, 0.0, 1.0]], "float32")
-    scores, shift = search_scores(ops.cast(logits, "float16"))
-    assert keras.backend.standardize_dtype(scores.dtype) == "float32"
-    assert keras.backend.standardize_dtype(shift.dtype) == "float32"
-    normaliser = math.log(math.e + 1.0 + math.e)  # over <unk>, </s>, a: the ban excludes the rest
-    np.testing.assert_allclose(ops.convert_to_numpy(shift), [normaliser], rtol=1e-6)
-    np.testing.assert_array_equal(ops.convert_to_numpy(scores)[0, [1, 3, 4]], [1.0, 0.0, 1.0])
-    assert (ops.convert_to_numpy(scores)[0, [0, 2]] < -1e8).all()
-    wide = np.random.default_rng(1).normal(size=(4, 9)).astype("float32") * 5.0
-    np.testing.assert_allclose(ops.convert_to_numpy(normalized(search_scores(wide))),
-                               ops.convert_to_numpy(search_log_probs(wide)), atol=1e-5)
