@@ -40,7 +40,7 @@ import warnings
 import keras
 from keras import ops
 
-from keras_rnmt.precision import emulated_matmul_precision_warning
+from keras_rnmt.precision import NATIVE_FLAGS, cpu_flags, emulated_matmul_precision_warning
 
 MATMUL_PRECISIONS = ("float32", "bfloat16")
 _current = ["float32"]
@@ -138,13 +138,25 @@ def torch_product(a, b, reduced=True):
     cost nothing either way). Rounding every operand by hand would make the rule exact but
     cost SB's step 60 ms of its 250, for the same loss to the last bit; the price is that
     a few larger products oneDNN leaves to its float32 gemm (seen for inner dimensions of
-    16 or less, on PyTorch 2.13) stay float32."""
+    16 or less, on PyTorch 2.13) stay float32. On a CPU without native bfloat16 (none of
+    the flags `precision.NATIVE_FLAGS["mixed_bfloat16"]`) oneDNN ignores the setting and
+    multiplies in float32 (PyTorch 2.13, an AVX2-only AMD host), so every CPU product is
+    rounded here: the same numbers on every CPU."""
     if not reduced:
         return a @ b
-    if a.numel() * b.shape[-1] <= _ONEDNN_MIN_SIZE:
+    if a.numel() * b.shape[-1] <= _ONEDNN_MIN_SIZE or (
+            a.device.type == "cpu" and not _onednn_has_bf16()):
         return a.bfloat16().float() @ b.bfloat16().float()
     with _torch_fp32_precision("bf16"):
         return a @ b
+
+
+@functools.cache
+def _onednn_has_bf16():
+    """Whether this CPU multiplies bfloat16 natively, so that oneDNN honours its bf16
+    setting (assumed where the flags cannot be read)."""
+    flags = cpu_flags()
+    return flags is None or bool(flags & set(NATIVE_FLAGS["mixed_bfloat16"]))
 
 
 # PyTorch's smallest product (m·k·n) for oneDNN's gemm (`checksize` in ATen's

@@ -92,8 +92,8 @@ def emulated_matmul_precision_warning(precision, flags=None, accelerator=None):
     native = NATIVE_FLAGS["mixed_bfloat16"]
     return (f"matmul_precision='bfloat16' on a CPU without native bfloat16 matmuls (none of "
             f"the CPU flags {', '.join(native)}): the backend emulates the bfloat16 products "
-            "(XLA) or leaves them to oneDNN's fallback (PyTorch), so expect them slower than "
-            "float32, not faster (the option was measured only on an Intel CPU with AMX). "
+            "(XLA) or rounds their operands outside oneDNN (PyTorch), so expect them slower "
+            "than float32, not faster (the option was measured only on an Intel CPU with AMX). "
             "Use matmul_precision='float32' here.")
 
 

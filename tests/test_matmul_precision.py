@@ -176,3 +176,29 @@ def test_the_scope_s_warning_names_the_with_statement(monkeypatch):
     assert mp.matmul_precision() == "float32"
     [warning] = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     assert warning.filename == __file__, warning.filename  # not contextlib.py
+
+
+@pytest.mark.parametrize("flags, native", [({"avx2", "fma"}, False),
+                                           ({"avx2", "avx512_bf16"}, True),
+                                           ({"amx_bf16"}, True), (None, True)])
+def test_onednn_is_trusted_with_bfloat16_only_on_a_cpu_that_has_it(monkeypatch, flags, native):
+    # On an AVX2-only CPU oneDNN ignores its bf16 setting and multiplies in float32.
+    monkeypatch.setattr(mp, "cpu_flags", lambda: flags)
+    mp._onednn_has_bf16.cache_clear()
+    try:
+        assert mp._onednn_has_bf16() is native
+    finally:
+        mp._onednn_has_bf16.cache_clear()
+
+
+@pytest.mark.backends("torch")
+def test_without_native_bfloat16_pytorch_rounds_a_large_product_s_operands(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(mp, "_onednn_has_bf16", lambda: False)
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(64, 32)).astype("float32")  # m·k·n above oneDNN's threshold
+    b = rng.normal(size=(32, 48)).astype("float32")
+    y = mp.torch_product(torch.as_tensor(a), torch.as_tensor(b)).numpy()
+    np.testing.assert_allclose(y, bf16(a) @ bf16(b), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(y, a.astype("float64") @ b, rtol=1e-5, atol=1e-5)
