@@ -40,7 +40,7 @@ import warnings
 import keras
 from keras import ops
 
-from keras_rnmt.precision import NATIVE_FLAGS, cpu_flags, emulated_matmul_precision_warning
+from keras_rnmt.precision import emulated_matmul_precision_warning, native_on_cpu
 
 MATMUL_PRECISIONS = ("float32", "bfloat16")
 _current = ["float32"]
@@ -155,8 +155,7 @@ def torch_product(a, b, reduced=True):
 def _onednn_has_bf16():
     """Whether this CPU multiplies bfloat16 natively, so that oneDNN honours its bf16
     setting (assumed where the flags cannot be read)."""
-    flags = cpu_flags()
-    return flags is None or bool(flags & set(NATIVE_FLAGS["mixed_bfloat16"]))
+    return native_on_cpu("mixed_bfloat16")
 
 
 # PyTorch's smallest product (m·k·n) for oneDNN's gemm (`checksize` in ATen's

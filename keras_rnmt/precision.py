@@ -37,6 +37,13 @@ def cpu_flags(path="/proc/cpuinfo"):
     return None
 
 
+def native_on_cpu(policy, flags=None):
+    """True when the CPU computes `policy` (a key of `NATIVE_FLAGS`) natively, or when its
+    flags cannot be read. `flags`: set of CPU flags; default: `cpu_flags()`."""
+    flags = cpu_flags() if flags is None else flags
+    return flags is None or bool(flags & set(NATIVE_FLAGS[policy]))
+
+
 def accelerator_present():
     """True when the Keras backend computes on a GPU or TPU rather than the CPU."""
     import keras
@@ -69,10 +76,7 @@ def emulated_precision_warning(policy, flags=None, accelerator=None):
         accelerator: bool; default: `accelerator_present()`.
     """
     native = NATIVE_FLAGS.get(policy)
-    if native is None:
-        return None
-    flags = cpu_flags() if flags is None else flags
-    if flags is None or flags & set(native):
+    if native is None or native_on_cpu(policy, flags):
         return None
     if accelerator_present() if accelerator is None else accelerator:
         return None

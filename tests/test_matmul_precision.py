@@ -183,7 +183,7 @@ def test_the_scope_s_warning_names_the_with_statement(monkeypatch):
                                            ({"amx_bf16"}, True), (None, True)])
 def test_onednn_is_trusted_with_bfloat16_only_on_a_cpu_that_has_it(monkeypatch, flags, native):
     # On an AVX2-only CPU oneDNN ignores its bf16 setting and multiplies in float32.
-    monkeypatch.setattr(mp, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
     mp._onednn_has_bf16.cache_clear()
     try:
         assert mp._onednn_has_bf16() is native
