@@ -33,14 +33,16 @@ from script_helpers import (
 def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_backend(
         tmp_path):
     path = tmp_path / "train.json"
-    out = run_script("train_throughput.py", "--backends", "tensorflow", "jax", "torch",
-                     "jax:matmul_precision=bfloat16", "--no-joeynmt", "--steps", "2",
+    # JAX with bfloat16 operands; the same worker trains in float32 under JAX in the
+    # decode_throughput test below (a fourth worker here cost about 25 s).
+    out = run_script("train_throughput.py", "--backends", "tensorflow",
+                     "jax:matmul_precision=bfloat16", "torch", "--no-joeynmt", "--steps", "2",
                      "--warmup", "1", "--json", str(path), "--set", *TINY)
     result = figures(out)
     assert json.loads(path.read_text()) == result
     assert result["matmul_peak_gflop_per_second"] > 0
     ours = result["ours"]
-    assert sorted(ours) == ["jax", "jax:matmul_precision=bfloat16", "tensorflow", "torch"]
+    assert sorted(ours) == ["jax:matmul_precision=bfloat16", "tensorflow", "torch"]
     for backend, row in ours.items():
         name, _, settings = backend.partition(":")
         assert row["backend"] == name and row["steps"] == 2
@@ -54,7 +56,7 @@ def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_
     # One config, one seed, one pipeline: the same weights and the same timed batches.
     for key in ("parameters", "target_tokens", "mflop_per_target_token", "shapes"):
         assert len({row[key] for row in ours.values()}) == 1, key
-    assert ours["jax"]["parameters"] < 20_000
+    assert ours["torch"]["parameters"] < 20_000
 
 
 @pytest.mark.heavy
