@@ -4,8 +4,10 @@ At toy scale: a model of a few thousand weights (`TINY`), a few steps, a few sen
 figures the scripts print are then real measurements of that tiny model; they are checked for
 consistency (same model and batches on every backend, outputs equal where they must be, the
 records written), never for speed. The scripts start their own worker processes, one per
-backend where they compare backends, so these tests run in the tensorflow pass only;
-`profile_step.py` profiles XLA and runs in the jax pass. JoeyNMT itself is not installed here
+backend where they compare backends, so each of these tests runs in one pass only: most in the
+tensorflow pass; `profile_step.py` profiles XLA and runs in the jax pass; quality.py, which
+trains and searches under the pass's backend, in the torch pass, where the tiny models run
+without compiling. JoeyNMT itself is not installed here
 (`--no-joeynmt`); its log parsing is tested on lines of a real JoeyNMT 2.3.0 log.
 """
 
@@ -158,7 +160,7 @@ def test_decode_throughput_refuses_a_partial_test_set_beside_joeynmt(capsys):
 
 @pytest.mark.heavy
 @pytest.mark.multi30k
-@pytest.mark.backends("tensorflow")
+@pytest.mark.backends("torch")
 def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_validation(
         tmp_path, capsys, monkeypatch):
     import decode_choices
@@ -234,9 +236,11 @@ def test_matmul_precision_names_a_bad_shape(capsys):
     assert "a shape is MxKxN" in capsys.readouterr().err
 
 
-def test_beam_step_cost_chunked_top_k_matches_the_full_one():
-    out = run_script("beam_step_cost.py", "--batch", "4", "--beams", "2", "--vocab", "58",
-                     backend=os.environ["KERAS_BACKEND"], data=False)
+def test_beam_step_cost_chunked_top_k_matches_the_full_one(capsys):
+    import beam_step_cost
+
+    # In this process, under this pass's backend (a process of its own took 9-10 s a pass).
+    out = run_main(beam_step_cost, capsys, "--batch", "4", "--beams", "2", "--vocab", "58")
     assert "(same scores: True)" in out
 
 

@@ -9,6 +9,11 @@ from keras_rnmt.data import make_dataset
 
 TOKENIZERS = tokenizers()
 
+# Pure tf.data: these datasets are the same under every backend (the pipeline never calls
+# the backend), so this file runs in the tensorflow pass only. The datasets feeding
+# `model.fit` under each backend are tested in test_pipeline.py and tests/training.
+pytestmark = pytest.mark.tensorflow_only
+
 
 def one_pass(dataset):
     """A pass as a list of `(source, target_out)` numpy pairs, padding kept."""

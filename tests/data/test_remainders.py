@@ -11,6 +11,11 @@ from keras_rnmt.data.remainders import merged_width
 
 TOKENIZERS = tokenizers()
 
+# Pure tf.data: these datasets are the same under every backend (the pipeline never calls
+# the backend), so this file runs in the tensorflow pass only. The datasets feeding
+# `model.fit` under each backend are tested in test_pipeline.py and tests/training.
+pytestmark = pytest.mark.tensorflow_only
+
 
 def epoch(dataset):
     """One pass as numpy `(source, target_in, target_out)` triples."""
