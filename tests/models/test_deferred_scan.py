@@ -109,7 +109,10 @@ def test_mixed_precision_gradients_match_the_plain_loop(monkeypatch):
         assert np.linalg.norm(got - expected) <= 2e-2 * scale + 1e-6
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:4], ids=lambda v: "-".join(map(str, v.values())))
+# The rounding is the deferred products' own, the same for every kernel the loop defers (the
+# float32 test above covers every variant's deferral): the Bahdanau and recurrent decoders.
+@pytest.mark.parametrize("variant", [VARIANTS[0], VARIANTS[3]],
+                         ids=lambda v: "-".join(map(str, v.values())))
 def test_bfloat16_matmul_gradients_match_the_plain_loop_and_differ_from_float32(
         variant, monkeypatch):
     float32 = gradients(variant)[1]

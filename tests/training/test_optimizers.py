@@ -143,6 +143,8 @@ def test_plateau_decay_settings_are_checked():
         TrainConfig(lr_decay=2.0)
 
 
+# A process of its own (8-10 s); registration is Keras', the same under every backend.
+@pytest.mark.backends("jax")
 def test_importing_the_package_registers_the_schedules_for_load_model():
     # A process that loads a saved run (translate, export, scoring) imports only `keras_rnmt`.
     import subprocess

@@ -73,7 +73,14 @@ def _epoch_weights(run_dir, epoch):
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("steps_per_epoch", [0, 5])  # whole passes; a repeated stream
+@pytest.mark.parametrize("steps_per_epoch", [
+    0,  # whole passes
+    # A repeated stream: what it adds is the driver handing the epoch to the tf.data
+    # pipeline, the same under every backend, so it runs in the torch pass, where the run
+    # costs 9 s (36 s under TensorFlow, 18 s under JAX); the restored random state and
+    # optimizer, which are the backend's, are checked with whole passes in every pass.
+    pytest.param(5, marks=pytest.mark.backends("torch")),
+])
 def test_a_killed_run_trains_on_as_if_it_had_never_stopped(tmp_path, small_splits, monkeypatch,
                                                            steps_per_epoch):
     """With dropout and shuffled batches: killed at the start of its last epoch and started
