@@ -3,7 +3,8 @@
 `tests/test_export.py` runs in the tensorflow pass, where `export_run` traces the model in
 process. A run trained under JAX or PyTorch is exported the documented way too: from the
 same call, `export_run` starts `python -m keras_rnmt.export` under TensorFlow. These tests
-check that path end to end against the session's own `Translator`, and that the in-process
+check that path end to end against the session's own `Translator` (in the torch pass: the
+process started is the same from a JAX session), and that the in-process
 `export_saved_model` refuses another backend with the way out in its message.
 """
 
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.backends("jax", "torch")
 
 
 
+# In the torch pass: `export_run` starts the same TensorFlow process from a JAX session, and
+# JAX's searches equal PyTorch's and TensorFlow's (test_cross_backend.py); under JAX this
+# test took 55-80 s, most of it the two TensorFlow processes.
 @pytest.mark.heavy
+@pytest.mark.backends("torch")
 def test_export_run_under_this_backend_serves_this_backends_translations(trained_run,
                                                                          tmp_path):
     inputs = [SOURCES[0], "", SOURCES[1], SOURCES[2]]
@@ -41,6 +46,9 @@ def test_export_saved_model_in_process_names_the_backend_and_the_way_out(tmp_pat
         export_saved_model(None, None, None, str(tmp_path / "saved"))
 
 
+# The export process runs under TensorFlow whichever backend started it (12 s a pass, most of
+# it that process's start).
+@pytest.mark.backends("torch")
 def test_bad_input_in_the_export_process_is_one_line_in_this_one(trained_run, tmp_path, capsys):
     # `keras-rnmt export` -> export_run -> the TensorFlow process, which finds the bad value:
     # its ValueError comes back as this process's one line, word for word.
