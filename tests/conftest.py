@@ -5,6 +5,12 @@ The backend is chosen by ``KERAS_BACKEND`` (default ``tensorflow``) before Keras
 TensorFlow itself and are run in the tensorflow pass only; tests marked ``backends("jax")``
 run in the named backends' passes only (they are deselected, with a note, under the other
 backends: deselection is reported, never hidden as a skip).
+
+Layers, models, search and training steps are tested under every backend. A check that is
+the same under every backend (pure tf.data, the training driver's bookkeeping, a TensorFlow
+process started from any backend) runs in one pass, usually the torch pass, where the tiny
+models run without compiling; its marker says why. `bash .ci/run` must stay under 30 min on
+a slow 2-core host (1,888 s on 2026-12-06 before those checks moved).
 """
 
 import os

@@ -44,14 +44,18 @@ def search(model, source, max_length):
             for mode, result in zip(("greedy", "beam"), results)}
 
 
-def main(request_path):
-    with open(request_path) as f:
-        request = json.load(f)
+def searches(request):
+    """The report for `request` (a dict) under this process's backend."""
     source = np.array(request["source"], dtype="int32")
     report = {"backend": keras.backend.backend()}
     for name, path in request["models"].items():
         report[name] = search(keras.saving.load_model(path), source, request["max_length"])
-    print(json.dumps(report))
+    return report
+
+
+def main(request_path):
+    with open(request_path) as f:
+        print(json.dumps(searches(json.load(f))))
 
 
 if __name__ == "__main__":
