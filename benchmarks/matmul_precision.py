@@ -2,6 +2,7 @@
 
     python benchmarks/matmul_precision.py        # about a minute
     python benchmarks/matmul_precision.py --shapes 64x128x256   # other shapes (MxKxN)
+    python benchmarks/matmul_precision.py --backends jax torch  # some backends only
 
 For each backend (a subprocess with its `KERAS_BACKEND`) and each shape: the numpy-style
 2048x2048 peak shape, the decoder LSTM's per-step matmul in training (64 x 1280 by
@@ -18,6 +19,7 @@ import sys
 import time
 
 SHAPES = ((2048, 2048, 2048), (64, 1280, 2048), (960, 512, 7936))
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def measure(shapes):
@@ -70,6 +72,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", type=shape, default=list(SHAPES),
                         help="matmul shapes MxKxN (default: the 2048 cube and SB's two)")
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS),
+                        help="the backends to measure, in this order (default: all three)")
     args = parser.parse_args(argv)
     shapes = [f"{m}x{k}x{n}" for m, k, n in args.shapes]
     print(f"numpy float32 2048x2048: {matmul_peak() / 1e9:.0f} GFLOP/s")
@@ -81,7 +85,7 @@ def main(argv=None):
         print(f"note: this CPU has no native bfloat16 (none of "
               f"{', '.join(NATIVE_FLAGS['mixed_bfloat16'])}): the bfloat16 figures measure "
               "emulation, and large shapes take minutes", flush=True)
-    for backend in ("tensorflow", "jax", "torch"):
+    for backend in args.backends:
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
         process = subprocess.run([sys.executable, __file__, "--worker", *shapes], env=env,
                                  capture_output=True, text=True)

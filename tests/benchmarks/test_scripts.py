@@ -33,18 +33,23 @@ from script_helpers import (
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
 def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_backend(
-        tmp_path):
+        tmp_path, capsys, monkeypatch):
+    import train_throughput
+
     path = tmp_path / "train.json"
-    # JAX with bfloat16 operands; the same worker trains in float32 under JAX in the
-    # decode_throughput test below (a fourth worker here cost about 25 s).
-    out = run_script("train_throughput.py", "--backends", "tensorflow",
-                     "jax:matmul_precision=bfloat16", "torch", "--no-joeynmt", "--steps", "2",
-                     "--warmup", "1", "--json", str(path), "--set", *TINY)
+    # The driver in this process, a worker process per backend: TensorFlow, and PyTorch with
+    # bfloat16 matmul operands (a `BACKEND:KEY=VALUE` entry). The JAX worker, the same code,
+    # trains in the decode_throughput test below, which saves its run; a JAX worker here
+    # took 34 s of this test's 79-97 s (2-core AMD EPYC).
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    out = run_main(train_throughput, capsys, "--backends", "tensorflow",
+                   "torch:matmul_precision=bfloat16", "--no-joeynmt", "--steps", "2",
+                   "--warmup", "1", "--json", path, "--set", *TINY)
     result = figures(out)
     assert json.loads(path.read_text()) == result
     assert result["matmul_peak_gflop_per_second"] > 0
     ours = result["ours"]
-    assert sorted(ours) == ["jax:matmul_precision=bfloat16", "tensorflow", "torch"]
+    assert list(ours) == ["tensorflow", "torch:matmul_precision=bfloat16"]
     for backend, row in ours.items():
         name, _, settings = backend.partition(":")
         assert row["backend"] == name and row["steps"] == 2
@@ -58,7 +63,7 @@ def test_train_throughput_trains_the_same_model_on_the_same_batches_under_every_
     # One config, one seed, one pipeline: the same weights and the same timed batches.
     for key in ("parameters", "target_tokens", "mflop_per_target_token", "shapes"):
         assert len({row[key] for row in ours.values()}) == 1, key
-    assert ours["torch"]["parameters"] < 20_000
+    assert ours["tensorflow"]["parameters"] < 20_000
 
 
 @pytest.mark.heavy
@@ -86,7 +91,7 @@ def test_recurrent_cost_compares_both_attentions_on_sb_and_on_fixed_lengths(tmp_
 @pytest.mark.heavy
 @pytest.mark.multi30k
 @pytest.mark.backends("tensorflow")
-def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
+def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path, capsys, monkeypatch):
     run_dir, saved = tmp_path / "run", tmp_path / "saved"
     # The decode worker under TensorFlow with XLA (the `:xla` variant) and JAX with bfloat16
     # matmul operands; plain TensorFlow decodes in the SavedModel's serving and in
@@ -114,8 +119,20 @@ def test_decode_throughput_trains_decodes_exports_and_serves(tmp_path):
     assert served["length_sorted_outputs_equal"]
     assert 0 < served["latency_ms_p50"] <= served["latency_ms_p95"]
 
-    # The decoding bound, on the model just trained.
-    bound = result_line(run_script("decode_bound.py", str(run_dir), "--sentences", "40"))
+    # The decoding bound, on the model just trained, in this process (a process of its own
+    # spent 10 of its 14 s importing TensorFlow). It wraps the translator's searches to count
+    # their rows: monkeypatch puts the originals back afterwards.
+    import decode_bound
+
+    import keras_rnmt.translator as translator_module
+    from keras_rnmt.search import programs
+
+    monkeypatch.setattr(translator_module, "shrinking_beam_search",
+                        translator_module.shrinking_beam_search)
+    monkeypatch.setattr(programs, "graph_shrinking_beam_search",
+                        programs.graph_shrinking_beam_search)
+    monkeypatch.setenv("KERAS_RNMT_DATA", os.path.dirname(multi30k_dir()))
+    bound = result_line(run_main(decode_bound, capsys, run_dir, "--sentences", "40"))
     assert bound["backend"] == "tensorflow" and bound["sentences"] == 40
     # Every output needs its rows; the search computes at least those (and shed padding).
     assert 40 <= bound["rows_needed"] <= bound["rows_computed"]
@@ -212,12 +229,21 @@ def test_quality_trains_scores_and_records_a_run_then_decode_choices_picks_on_va
     assert "| bahdanau | 1 |" in table and f"{chosen['test_chosen']:.2f}" in table
 
 
-@pytest.mark.heavy
 @pytest.mark.backends("tensorflow")
-def test_matmul_precision_measures_each_backend_in_both_precisions():
-    out = run_script("matmul_precision.py", "--shapes", "8x16x32", data=False)
+def test_matmul_precision_measures_each_backend_in_both_precisions(capsys):
+    import matmul_precision
+
+    # The driver in this process, its workers in their own: JAX and PyTorch, in the order
+    # asked (the TensorFlow worker is the same code with a `tf.function`; the three took
+    # 35-41 s, the driver's own import of TensorFlow 11 s of it).
+    out = run_main(matmul_precision, capsys, "--shapes", "8x16x32", "--backends", "torch",
+                   "jax")
     lines = [line for line in out.splitlines() if "8x16 by 16x32" in line]
-    assert [line.split()[0] for line in lines] == ["tensorflow", "jax", "torch"]
+    assert [line.split()[0] for line in lines] == ["torch", "jax"]
+    assert all("float32" in line and "bfloat16" in line for line in lines)
+    with pytest.raises(SystemExit):
+        matmul_precision.main(["--backends", "numpy"])
+    assert "invalid choice: 'numpy'" in capsys.readouterr().err
 
 
 @pytest.mark.backends("jax")
@@ -316,13 +342,14 @@ def test_gpu_check_trains_and_searches_the_prepared_batches_under_jax_and_torch(
     data = np.load(path)
     assert all(data[f"source_{i}"].shape[1] % 16 == 0 for i in range(4))
     assert data["test_source"].shape[0] == 1000
-    # Both attentions and the loss-scaled policy under PyTorch, which runs them eagerly; the
-    # recurrent model alone under JAX, whose programs take most of this test's time to
-    # compile (the policy and attention loops are backend-agnostic code in the script).
+    # The recurrent model in float32 under JAX, whose programs take most of this test's time
+    # to compile; both attentions under the loss-scaled policy under PyTorch, which runs them
+    # eagerly. The policy and attention loops are backend-agnostic code in the script: the
+    # PyTorch worker ran all four pairs in 59 s of this test's 92 s (2-core AMD EPYC).
     results = {}
     for backend, attentions, policies in (("jax", ["recurrent"], ["float32"]),
                                           ("torch", ["bahdanau", "recurrent"],
-                                           ["float32", "mixed_float16"])):
+                                           ["mixed_float16"])):
         out = run_script("gpu_check.py", "run", path, "--allow-cpu", "--warmup", "1",
                          "--steps", "2", "--sentences", "8", "--beam-size", "2",
                          "--beam-passes", "2", "--attentions", *attentions,

@@ -37,7 +37,12 @@ def one_loop(seed, limits=None, **options):
     return step, state, limits, options, expected
 
 
-@pytest.mark.parametrize("chunk_steps, min_rows", [(1, 1), (2, 2), (4, 8)])
+@pytest.mark.parametrize("chunk_steps, min_rows", [
+    # Chunks of one step down to one row: a new batch size at almost every step, each a
+    # compile of every op under eager JAX (28 s of the JAX pass, against under a second
+    # elsewhere). JAX shrinks with the two cases below; the tie-breaks are the same code.
+    pytest.param(1, 1, marks=pytest.mark.backends("tensorflow", "torch")),
+    (2, 2), (4, 8)])
 def test_same_hypotheses_as_one_loop(chunk_steps, min_rows):
     step, state, limits, options, expected = one_loop(3, n_best=2)
     looks = []
