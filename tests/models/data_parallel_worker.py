@@ -86,7 +86,8 @@ def main(out_path, run_dir):
 
 
 def train_end_to_end(run_dir, batch_by="sentences", batch_size=32):
-    """`train_and_evaluate` with distribute="data-parallel": 2 epochs of 4 steps on the toy pair.
+    """`train_and_evaluate` with distribute="data-parallel": 2 epochs of 2 steps on the toy pair
+    (4 steps each: 27.8 s against 20.5 s under JAX, alone on 2 cores).
 
     Validation and test are cut to 32 sentences (one batch each) to keep decoding cheap.
     """
@@ -103,7 +104,7 @@ def train_end_to_end(run_dir, batch_by="sentences", batch_size=32):
         dataset="toy", toy_examples=512, min_frequency=1, distribute="data-parallel",
         model=ModelConfig(embedding_dim=16, encoder_units=16, decoder_units=32,
                           attention="dot", dropout=0.0),
-        batch_by=batch_by, batch_size=batch_size, epochs=2, steps_per_epoch=4,
+        batch_by=batch_by, batch_size=batch_size, epochs=2, steps_per_epoch=2,
         learning_rate=1e-2, beam_size=1,
     )
     results = train.train_and_evaluate(config, run_dir)
