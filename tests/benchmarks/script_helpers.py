@@ -36,7 +36,9 @@ def run_script(name, *args, backend="tensorflow", data=True):
 def run_main(module, capsys, *args):
     """`module.main(args)` in this process (no interpreter start-up), for scripts that leave
     no global state behind (tables, statistics, decode_choices, quality's scoring, gpu_check's
-    `prepare`); returns what it printed."""
+    `prepare`, the drivers of train_throughput and matmul_precision, whose workers are
+    processes of their own; decode_bound's wrapped searches are put back by its test's
+    monkeypatch); returns what it printed."""
     capsys.readouterr()
     module.main([str(arg) for arg in args])
     return capsys.readouterr().out

@@ -2,9 +2,11 @@
 
 At toy scale: a model of a few thousand weights (`TINY`), a few steps, a few sentences. The
 figures the scripts print are then real measurements of that tiny model; they are checked for
-consistency (same model and batches on every backend, outputs equal where they must be, the
-records written), never for speed. The scripts start their own worker processes, one per
-backend where they compare backends, so each of these tests runs in one pass only: most in the
+consistency (same model and batches on the backends run, outputs equal where they must be,
+the records written), never for speed. The scripts start their own worker processes, one per
+backend where they compare backends; a test runs one or two of those backends (each worker is
+one script's code for every backend, and each process costs its import: 5-10 s), and each of
+these tests runs in one pass only: most in the
 tensorflow pass; `profile_step.py` profiles XLA and runs in the jax pass; quality.py, which
 trains and searches under the pass's backend, in the torch pass, where the tiny models run
 without compiling. JoeyNMT itself is not installed here
