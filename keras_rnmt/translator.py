@@ -9,9 +9,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_rnmt.matmul_precision import matmul_precision
 from keras_rnmt.precision import warn_if_emulated
 from keras_rnmt.search import check_output_limits, check_stop_rule
-from keras_rnmt.search.compiled import compile_search
+from keras_rnmt.search.compiled import compile_search, shared_programs
 from keras_rnmt.search.constants import SearchConstants
 from keras_rnmt.search.programs import search_programs
 from keras_rnmt.search.shrinking import shrinking_beam_search
@@ -131,7 +132,6 @@ class Translator:
             raise ValueError("jit_compile=True needs the TensorFlow or JAX backend: PyTorch "
                              "decodes eagerly. Received KERAS_BACKEND=torch")
         self.jit_compile = bool(jit_compile)
-        self._compiled = {}
         self._search_constants = SearchConstants()  # computed once for many batches
         self._warned_no_attention = False
 
@@ -322,18 +322,25 @@ class Translator:
         """Run search on one padded batch; returns numpy (tokens (B,K,T), scores (B,K), attn)."""
         # A static number of steps, rounded up so a few compiled programs serve all batches.
         max_steps = int(-(-int(max_length.max()) // 16) * 16)
-        key = (self.beam_size, n_best, max_steps)
-        if key not in self._compiled:
-            self._compiled[key] = [compile_search(fn, self.jit_compile)
-                                   for fn in self._search_fns(n_best, max_steps)]
+        # Every setting the programs are traced with: another translator of this model with
+        # the same ones shares them (`shared_programs`).
+        in_graph = self._search_in_graph()
+        key = ("translator", self.beam_size, n_best, max_steps, self.length_penalty,
+               self.coverage_penalty, self.stop_rule, self.jit_compile, in_graph,
+               self.target_tokenizer.bos_id, self.target_tokenizer.eos_id, matmul_precision(),
+               keras.config.dtype_policy().name)
+        programs = shared_programs(self.model)
+        if key not in programs:
+            programs[key] = [compile_search(fn, self.jit_compile)
+                             for fn in self._search_fns(n_best, max_steps, in_graph)]
         constants = self._search_constants(self.model)
-        if self.beam_size > 1 and not self._search_in_graph():
-            start, advance = self._compiled[key]
+        if self.beam_size > 1 and not in_graph:
+            start, advance = programs[key]
             return shrinking_beam_search(
                 lambda: start(self.model, source, max_length, constants),
                 lambda carry, until: advance(self.model, carry, until, constants),
                 self.beam_size)
-        result = self._compiled[key][0](self.model, source, max_length, constants)
+        result = programs[key][0](self.model, source, max_length, constants)
         return tuple(None if x is None else ops.convert_to_numpy(x) for x in result)
 
     def _search_in_graph(self):
@@ -343,12 +350,12 @@ class Translator:
         a few sizes so that XLA compiles few programs."""
         return keras.backend.backend() == "tensorflow" and not self.jit_compile
 
-    def _search_fns(self, n_best, max_steps):
+    def _search_fns(self, n_best, max_steps, in_graph):
         return search_programs(
             self.model, self.target_tokenizer.bos_id, self.target_tokenizer.eos_id,
             max_steps, beam_size=self.beam_size, n_best=n_best,
             length_penalty=self.length_penalty, coverage_penalty=self.coverage_penalty,
-            stop_rule=self.stop_rule, in_graph=self._search_in_graph())
+            stop_rule=self.stop_rule, in_graph=in_graph)
 
 
 def _as_str(text):

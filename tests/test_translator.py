@@ -6,6 +6,7 @@ from keras import ops
 from run_helpers import SOURCES, TARGETS, tiny_parts
 
 from keras_rnmt.search import beam_search, greedy_search
+from keras_rnmt.search.compiled import shared_programs
 from keras_rnmt.translator import Translation, Translator
 
 
@@ -197,7 +198,7 @@ def test_from_run_in_bfloat16_builds_bf16_layers_and_restores_the_policy(transla
     assert len(results) == 3 and results[1].text == ""
     # Weights cast once per search call give what a cast at every step gives.
     monkeypatch.setattr(programs, "cast_weights_once", lambda m: contextlib.nullcontext())
-    half._compiled = {}
+    shared_programs(half.model).clear()  # trace again, with the patched function
     every_step = half.translate(inputs)
     assert [r.text for r in every_step] == [r.text for r in results]
     np.testing.assert_array_equal([r.score for r in every_step], [r.score for r in results])
@@ -226,6 +227,32 @@ def test_unk_replacement_with_subword_tokenizers_is_an_error_naming_the_tokenize
     translation = Translation("a", -1.0, ["a"], ["ein", "</s>"], np.ones((2, 2), "float32"))
     with pytest.raises(ValueError, match="unk_replaced needs word tokenizers"):
         plain.unk_replaced(translation)
+
+
+def test_translators_of_one_model_share_the_search_programs_of_the_same_options(
+        translator_parts, monkeypatch):
+    import keras_rnmt.translator as translator_module
+
+    model, source_tokenizer, target_tokenizer = translator_parts
+    original, compiled = translator_module.compile_search, []
+
+    def counting(fn, jit_compile=False):
+        compiled.append(fn)
+        return original(fn, jit_compile)
+
+    monkeypatch.setattr(translator_module, "compile_search", counting)
+    options = dict(beam_size=3, length_penalty=0.7)
+    first = Translator(model, source_tokenizer, target_tokenizer, **options).translate(SOURCES)
+    traced = len(compiled)
+    # Another batch size and UNK replacement search the same way: nothing is traced again.
+    again = Translator(model, source_tokenizer, target_tokenizer, batch_size=32,
+                       replace_unk=True, **options).translate(SOURCES)
+    assert len(compiled) == traced
+    assert [(r.ids, r.score) for r in again] == [(r.ids, r.score) for r in first]
+    # Any option the search is traced with gets programs of its own.
+    Translator(model, source_tokenizer, target_tokenizer, beam_size=3,
+               length_penalty=0.8).translate(SOURCES)
+    assert len(compiled) > traced
 
 
 def test_search_constants_are_reused_until_the_weights_change():
