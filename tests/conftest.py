@@ -43,6 +43,11 @@ if _WORKERS > 1:
     _THREADS = str(max(1, (os.cpu_count() or 1) // _WORKERS))
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _THREADS)
     os.environ.setdefault("TF_NUM_INTEROP_THREADS", _THREADS)
+    # And for the OpenMP pool of every PyTorch process a test starts (a benchmark script's
+    # worker, a CLI run): with a thread per core, its threads spin while the other worker
+    # holds a core. gpu_check.py's PyTorch worker beside a busy core: 40 s and 44 CPU-s
+    # with two threads, 25 s and 23 CPU-s with one.
+    os.environ.setdefault("OMP_NUM_THREADS", _THREADS)
 
 # On a GPU, JAX multiplies float32 matrices in TF32 (10-bit mantissas) by default, so two
 # arrangements of one computation (a batch searched whole or shrunk, our beam search and
