@@ -42,7 +42,8 @@ def main(argv=None):
     from keras_rnmt.matmul_precision import matmul_precision, set_matmul_precision
     from keras_rnmt.translator import Translator
 
-    # As `keras-rnmt translate` does (keras_rnmt/malloc.py): PyTorch and TensorFlow only.
+    # As `keras-rnmt translate` does (keras_rnmt/malloc.py); under JAX, CPU dispatch turns
+    # synchronous too, so the search decodes as the CLI would.
     keeps_freed_memory = keep_freed_memory_for_backend()
     set_matmul_precision(args.matmul_precision)
 

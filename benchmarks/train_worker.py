@@ -139,7 +139,8 @@ def main(argv=None):
     from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 
-    # As `keras-rnmt train` does (keras_rnmt/malloc.py): PyTorch and TensorFlow only.
+    # As `keras-rnmt train` does (keras_rnmt/malloc.py); under JAX, CPU dispatch turns
+    # synchronous too, so that the step's temporaries stay on the main heap.
     keeps_freed_memory = keep_freed_memory_for_backend()
     overrides = dict(item.split("=", 1) for item in args.set)
     config = sb_config(**overrides)

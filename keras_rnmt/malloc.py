@@ -17,11 +17,23 @@ about 12% faster, PyTorch and TensorFlow training steps 3-4%. The cost: the proc
 what it freed, up to 2 GiB above its live memory, and a freed block in the middle of the
 heap can only be reused, not returned. ``M_ARENA_MAX`` is left alone: one arena for every
 thread made XLA's compilation 25-35% slower (RESULTS.md §1, "Page faults of a step's
-temporaries"), and JAX gained nothing from the other two settings.
+temporaries").
 
-`keep_freed_memory_for_backend` calls it under PyTorch and TensorFlow only; `keras-rnmt`
-(`keras_rnmt.cli.main`) and the benchmark workers call that at their start, and a program
-that uses the library directly may do the same.
+JAX's CPU client runs a compiled program on a thread of its own by default (asynchronous
+dispatch), and XLA allocates the program's temporaries there, from that thread's arena: an
+arena other than the main one grows in heaps of at most 64 MiB, so SB's 200 MB block of
+temporaries is mapped afresh at every step whatever ``mallopt`` says (49,000 minor page
+faults a step). `keep_freed_memory_for_backend` therefore also turns JAX's asynchronous CPU
+dispatch off (``jax_cpu_enable_async_dispatch``), before the backend starts: the program runs
+on the calling thread, its temporaries come from the main heap and stay there, and the faults
+fall to none. On the 2-core AVX2 host a SB training step at length 14 took 590 ms instead of
+720 (RESULTS.md §1, "The JAX step's temporaries on the main heap"); neither setting alone
+changed anything. What asynchronous dispatch gave up: Python's next dispatch no longer
+overlaps the running program, a few milliseconds a call.
+
+`keep_freed_memory_for_backend` is called by `keras-rnmt` (`keras_rnmt.cli.main`) and the
+benchmark workers at their start, and a program that uses the library directly may do the
+same, before its first JAX computation.
 """
 
 import ctypes
@@ -75,10 +87,29 @@ def _glibc_mallopt():
 
 
 def keep_freed_memory_for_backend():
-    """Under PyTorch and TensorFlow, have glibc keep freed memory (`keep_freed_memory`): their
-    steps' temporaries then reuse pages instead of mapping new ones. Returns whether it did."""
+    """Have glibc keep freed memory (`keep_freed_memory`), and under JAX run CPU programs on
+    the calling thread so that their temporaries come from the heap that keeps it (module
+    docstring).
+
+    Under JAX it must run before the backend starts (the first array or computation); later,
+    dispatch can no longer change and nothing is set.
+
+    Returns:
+        bool. Whether the settings are in force.
+    """
     import keras
 
-    if keras.backend.backend() not in ("torch", "tensorflow"):
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            return bool(_done and not xla_bridge._CPU_ENABLE_ASYNC_DISPATCH.value)
+        if not keep_freed_memory():
+            return False
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+        return True
+    if backend not in ("torch", "tensorflow"):
         return False
     return keep_freed_memory()
