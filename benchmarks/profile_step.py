@@ -12,7 +12,9 @@ matmul, a loop); each is matched by name to the optimised HLO dumped at compile 
 projection and loss, Adam) and the direction (`transpose(jvp(...))` is the backward pass).
 Prints the untraced step time and its minor page faults (glibc maps a block over 32 MiB
 afresh and unmaps it when freed, so a step's temporaries can fault in anew every step:
-RESULTS.md §1, "Page faults of a step's temporaries"), then milliseconds per step by part
+RESULTS.md §1, "Page faults of a step's temporaries"; the script keeps them on the main heap
+as `keras-rnmt train` does, `keras_rnmt.malloc.keep_freed_memory_for_backend`, unless
+`KEEP_FREED_MEMORY=0`), then milliseconds per step by part
 and the `--top` thunks. Thunks of the two worker threads can overlap, so their sum is at or
 above the step's wall time. This is a diagnosis tool for §1 of RESULTS.md, not a throughput
 figure (the trace slows the step).
@@ -124,12 +126,17 @@ def main(argv=None):
     from sb import sb_config, training_flops
     from train_worker import compiled_model, fit_batches, synthetic_batches
 
+    from keras_rnmt.malloc import keep_freed_memory_for_backend
     from keras_rnmt.matmul_precision import set_matmul_precision
     from keras_rnmt.training.train import prepare_data
 
     if keras.backend.backend() != "jax":
         raise SystemExit(f"profile_step.py profiles XLA under JAX; KERAS_BACKEND is "
                          f"{keras.backend.backend()!r}")
+    # As `keras-rnmt train` does: the step runs on this thread, its temporaries on the main
+    # heap (keras_rnmt/malloc.py). KEEP_FREED_MEMORY=0 profiles JAX's default instead.
+    if os.environ.get("KEEP_FREED_MEMORY", "1") != "0":
+        keep_freed_memory_for_backend()
     config = sb_config(**dict(item.split("=", 1) for item in args.set))
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(config.dtype_policy)
