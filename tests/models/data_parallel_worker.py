@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_helpers import reverse_copy_batch, small_model  # noqa: E402
 
+from keras_rnmt.malloc import keep_freed_memory_for_backend  # noqa: E402
 from keras_rnmt.training.distribution import distribution_scope  # noqa: E402
 from keras_rnmt.training.losses import MaskedCrossEntropy  # noqa: E402
 
@@ -51,7 +52,9 @@ def sgd_steps(model, weights, x, y, steps):
 
 
 def main(out_path, run_dir):
-    report = {"backend": BACKEND}
+    # As `keras-rnmt train --distribute data-parallel` runs: under JAX with the CPU dispatch
+    # synchronous (keras_rnmt/malloc.py).
+    report = {"backend": BACKEND, "keeps_freed_memory": keep_freed_memory_for_backend()}
     # Every sentence has 7 words, so both halves of the batch hold the same number of real
     # target tokens and TensorFlow's mean of per-replica means equals the global mean.
     source, target_in, target_out = reverse_copy_batch(n=32, seed=1, min_length=7)

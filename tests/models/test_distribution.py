@@ -48,6 +48,7 @@ def test_data_parallel_on_two_virtual_cpu_devices(tmp_path):
     report = json.loads(out.read_text())
 
     # (a) two devices, each holding a copy of the weights.
+    assert report["keeps_freed_memory"]
     assert report["replicas"] == 2
     assert len(report["variable_devices"]) == 2, report["variable_devices"]
     if BACKEND == "tensorflow":
