@@ -26,9 +26,9 @@ temporaries is mapped afresh at every step whatever ``mallopt`` says (49,000 min
 faults a step). `keep_freed_memory_for_backend` therefore also turns JAX's asynchronous CPU
 dispatch off (``jax_cpu_enable_async_dispatch``), before the backend starts: the program runs
 on the calling thread, its temporaries come from the main heap and stay there, and the faults
-fall to none. On the 2-core AVX2 host a SB training step at length 14 took 590 ms instead of
-720 (RESULTS.md §1, "The JAX step's temporaries on the main heap"); neither setting alone
-changed anything. What asynchronous dispatch gave up: Python's next dispatch no longer
+fall to none. On the 2-core AVX2 host a SB training step at length 14 took about 600 ms
+instead of 730, and SB trained 1.39× as fast on real batches (RESULTS.md §1, "The JAX
+step's temporaries on the main heap"); neither setting alone changed anything. What asynchronous dispatch gave up: Python's next dispatch no longer
 overlaps the running program, a few milliseconds a call.
 
 `keep_freed_memory_for_backend` is called by `keras-rnmt` (`keras_rnmt.cli.main`) and the
@@ -102,10 +102,16 @@ def keep_freed_memory_for_backend():
     backend = keras.backend.backend()
     if backend == "jax":
         import jax
-        from jax._src import xla_bridge
 
-        if xla_bridge.backends_are_initialized():
-            return bool(_done and not xla_bridge._CPU_ENABLE_ASYNC_DISPATCH.value)
+        try:  # JAX's own switches (0.10): a JAX without them is left as it is
+            from jax._src import xla_bridge
+
+            started = xla_bridge.backends_are_initialized()
+            synchronous = not xla_bridge._CPU_ENABLE_ASYNC_DISPATCH.value
+        except (ImportError, AttributeError):
+            return False
+        if started:
+            return bool(_done and synchronous)
         if not keep_freed_memory():
             return False
         jax.config.update("jax_cpu_enable_async_dispatch", False)
