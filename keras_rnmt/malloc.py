@@ -28,8 +28,9 @@ dispatch off (``jax_cpu_enable_async_dispatch``), before the backend starts: the
 on the calling thread, its temporaries come from the main heap and stay there, and the faults
 fall to none. On the 2-core AVX2 host a SB training step at length 14 took about 600 ms
 instead of 730, and SB trained 1.39× as fast on real batches (RESULTS.md §1, "The JAX
-step's temporaries on the main heap"); neither setting alone changed anything. What asynchronous dispatch gave up: Python's next dispatch no longer
-overlaps the running program, a few milliseconds a call.
+step's temporaries on the main heap"); neither setting alone changed anything. What
+asynchronous dispatch gave up: Python's next dispatch no longer overlaps the running
+program, a few milliseconds a call.
 
 `keep_freed_memory_for_backend` is called by `keras-rnmt` (`keras_rnmt.cli.main`) and the
 benchmark workers at their start, and a program that uses the library directly may do the

@@ -5,7 +5,8 @@
 
 `--xla_cpu_use_fusion_emitters=false` has XLA compile elementwise code with its older LLVM IR
 emitters instead of its MLIR fusion emitters: the suite's tiny programs compile faster, and
-compute the same math (results agree to float32 rounding, well within the tests' tolerances). The JAX pass took 525 s with it against 792 s without, and
+compute the same math (results agree to float32 rounding, well within the tests'
+tolerances). The JAX pass took 525 s with it against 792 s without, and
 tests/models/test_deferred_scan.py alone 67 s against 119 s (2-core AVX2 AMD EPYC,
 2026-12-07). XLA is retiring the older emitters, and JAX and TensorFlow each abort a process
 whose `XLA_FLAGS` hold a flag their XLA does not know, so a flag is given only where a JAX
