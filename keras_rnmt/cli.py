@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 
+from keras_rnmt.compilation_cache import use_compilation_cache
 from keras_rnmt.malloc import keep_freed_memory_for_backend
 
 # keras_rnmt.search.STOP_RULES, spelled out so `--help` does not import Keras.
@@ -384,6 +385,7 @@ def main(argv=None):
     if extra and args.command != "train":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     keep_freed_memory_for_backend()
+    use_compilation_cache()
     try:
         args.func(args, extra)
     except USER_ERRORS as error:

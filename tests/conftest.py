@@ -21,6 +21,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # first process that touches it, so pytest-xdist workers beside it have none left: each
 # worker allocates what it uses instead. No effect on a CPU.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# Tests that run `keras-rnmt` in-process would otherwise turn on JAX's persistent compilation
+# cache in the user's ~/.cache (keras_rnmt/compilation_cache.py); `make test` gives the run a
+# cache folder of its own instead (JAX_COMPILATION_CACHE_DIR, used by both).
+os.environ.setdefault("KERAS_RNMT_COMPILATION_CACHE", "off")
 
 import pytest  # noqa: E402
 

@@ -115,6 +115,7 @@ def test_the_cli_keeps_freed_memory_under_every_backend(monkeypatch):
 def test_the_cli_calls_it_before_the_command(monkeypatch):
     order = []
     monkeypatch.setattr(cli, "keep_freed_memory_for_backend", lambda: order.append("malloc"))
+    monkeypatch.setattr(cli, "use_compilation_cache", lambda: order.append("cache"))
     monkeypatch.setattr(cli, "cmd_quickstart", lambda args, extra: order.append("command"))
     cli.main(["quickstart"])
-    assert order == ["malloc", "command"]
+    assert order == ["malloc", "cache", "command"]

@@ -1,0 +1,98 @@
+"""`use_compilation_cache`: under JAX, `keras-rnmt` keeps compiled programs on disk, and a
+second process loads them instead of compiling; ``off``, a cache the user set for JAX and the
+other backends are respected."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from keras_rnmt.compilation_cache import ENV, MAX_BYTES, default_cache_dir, use_compilation_cache
+
+# A child process (JAX's cache is per-process state, opened at the first compilation): in
+# mode "use" it turns the cache on as the CLI does, counts JAX's cache hits and compiles one
+# program; in mode "respect" it checks `off`, no filelock package, then a cache dir the user
+# set for JAX.
+CHILD = """
+import json, os, sys
+os.environ["KERAS_BACKEND"] = "jax"
+import jax, jax.numpy as jnp
+from keras_rnmt.compilation_cache import ENV, use_compilation_cache
+report = {}
+if sys.argv[1] == "use":
+    hits = []
+    jax.monitoring.register_event_listener(
+        lambda event, **kw: hits.append(event) if event.endswith("cache_hits") else None)
+    report["path"] = use_compilation_cache()
+    report["min_compile_secs"] = jax.config.jax_persistent_cache_min_compile_time_secs
+    report["max_size"] = jax.config.jax_compilation_cache_max_size
+    report["value"] = float(jax.jit(lambda x: jnp.tanh(x) @ x.T)(jnp.ones((3, 3))).sum())
+    report["hits"] = len(hits)
+else:
+    report["off"] = use_compilation_cache({ENV: "off"})
+    report["off_dir"] = jax.config.jax_compilation_cache_dir
+    # Without filelock, JAX's cache could not lock its files against other processes.
+    import importlib.util
+    real = importlib.util.find_spec
+    importlib.util.find_spec = lambda name, *a: None if name == "filelock" else real(name, *a)
+    report["no_filelock"] = use_compilation_cache({ENV: sys.argv[3]})
+    importlib.util.find_spec = real
+    jax.config.update("jax_compilation_cache_dir", sys.argv[2])
+    report["user"] = use_compilation_cache({ENV: sys.argv[3]})
+    report["min_compile_secs"] = jax.config.jax_persistent_cache_min_compile_time_secs
+print("REPORT " + json.dumps(report))
+"""
+
+
+def child(*args, **env):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in (ENV, "JAX_COMPILATION_CACHE_DIR")} | env
+    result = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True,
+                            text=True, env=environ)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = [x for x in result.stdout.splitlines() if x.startswith("REPORT ")][-1]
+    return json.loads(line[len("REPORT "):])
+
+
+def test_default_dir_follows_xdg_cache_home():
+    assert default_cache_dir({"XDG_CACHE_HOME": "/c"}) == "/c/keras-rnmt/jax"
+    assert default_cache_dir({}) == os.path.join(os.path.expanduser("~"), ".cache",
+                                                 "keras-rnmt", "jax")
+
+
+@pytest.mark.heavy
+@pytest.mark.backends("jax")
+def test_a_second_process_loads_the_programs_the_first_compiled(tmp_path):
+    cache = tmp_path / "cache" / "jax"
+    first = child("use", **{ENV: str(cache)})
+    assert first["path"] == str(cache) and first["hits"] == 0
+    # Every program kept, however fast it compiled, in a bounded (locked) cache.
+    assert first["min_compile_secs"] == 0 and first["max_size"] == MAX_BYTES
+    entries = sorted(p.name for p in cache.iterdir() if p.name.endswith("-cache"))
+    assert entries, "nothing was written to the cache"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # JAX runs what it finds there
+    second = child("use", **{ENV: str(cache)})
+    assert second["hits"] >= 1 and second["value"] == first["value"]
+    assert sorted(p.name for p in cache.iterdir() if p.name.endswith("-cache")) == entries
+
+
+@pytest.mark.backends("jax")
+def test_off_no_filelock_and_a_cache_the_user_set_for_jax_are_respected(tmp_path):
+    report = child("respect", str(tmp_path / "users"), str(tmp_path / "ours"))
+    assert report["off"] is None and report["off_dir"] is None
+    assert report["no_filelock"] is None
+    assert report["user"] == str(tmp_path / "users")
+    assert report["min_compile_secs"] == 1.0  # JAX's own setting, untouched
+    assert not (tmp_path / "ours").exists()
+
+
+@pytest.mark.backends("tensorflow", "torch")
+def test_other_backends_keep_no_cache(tmp_path):
+    assert keras.backend.backend() in ("tensorflow", "torch")
+    assert use_compilation_cache({ENV: str(tmp_path / "c")}) is None
+    assert not (tmp_path / "c").exists()
+
