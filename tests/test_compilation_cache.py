@@ -49,8 +49,11 @@ print("REPORT " + json.dumps(report))
 
 
 def child(*args, **env):
+    # Without the cache settings of `make test` (JAX_COMPILATION_CACHE_DIR and the
+    # JAX_PERSISTENT_CACHE_* thresholds), which JAX would read as the user's.
     environ = {k: v for k, v in os.environ.items()
-               if k not in (ENV, "JAX_COMPILATION_CACHE_DIR")} | env
+               if k != ENV and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    environ |= env
     result = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True,
                             text=True, env=environ)
     assert result.returncode == 0, result.stderr[-3000:]
