@@ -20,6 +20,9 @@ The settings:
   processes writing to one unlocked cache could read each other's partial files).
 - A cache the user set for JAX (``JAX_COMPILATION_CACHE_DIR``, ``jax.config``) is used as it
   is.
+- A directory that cannot be created or written (a read-only home, a path through a file)
+  leaves the cache off with a warning that names it: the cache saves time, and its absence
+  must not stop a command.
 
 JAX's cache key covers the program, its compile options and XLA flags, the jax and jaxlib
 versions and the device, so a changed model or install compiles anew. The cache is trusted:
@@ -29,6 +32,7 @@ created private to its user (mode 0700).
 
 import importlib.util
 import os
+import warnings
 
 ENV = "KERAS_RNMT_COMPILATION_CACHE"
 MAX_BYTES = 2**30
@@ -56,7 +60,8 @@ def use_compilation_cache(environ=None):
 
     Returns:
         str or None. The cache directory in use, or None where there is none: a backend
-        other than JAX, `ENV` set to ``off``, or no ``filelock`` package.
+        other than JAX, `ENV` set to ``off``, no ``filelock`` package, or a directory that
+        cannot be created or written (with a `RuntimeWarning`).
     """
     import keras
 
@@ -72,12 +77,20 @@ def use_compilation_cache(environ=None):
         return jax.config.jax_compilation_cache_dir
     if importlib.util.find_spec("filelock") is None:
         return None
+    path = os.path.abspath(os.path.expanduser(setting or default_cache_dir(environ)))
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        problem = None if os.access(path, os.W_OK | os.X_OK) else "not writable"
+    except OSError as error:
+        problem = error.strerror or type(error).__name__
+    if problem:
+        warnings.warn(f"the compilation cache is off: cannot use {path} ({problem}). Set {ENV} "
+                      f"to a writable directory, or to 'off'.", RuntimeWarning, stacklevel=2)
+        return None
     try:  # a JAX without the LRU cache's size limit keeps no cache here
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     except AttributeError:
         return None
-    path = os.path.abspath(os.path.expanduser(setting or default_cache_dir(environ)))
-    os.makedirs(path, mode=0o700, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", path)
     return path

@@ -32,6 +32,16 @@ if sys.argv[1] == "use":
     report["max_size"] = jax.config.jax_compilation_cache_max_size
     report["value"] = float(jax.jit(lambda x: jnp.tanh(x) @ x.T)(jnp.ones((3, 3))).sum())
     report["hits"] = len(hits)
+elif sys.argv[1] == "unwritable":
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report["named"] = use_compilation_cache({ENV: sys.argv[2]})
+        report["default"] = use_compilation_cache({"XDG_CACHE_HOME": sys.argv[3]})
+    report["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
+    report["dir"] = jax.config.jax_compilation_cache_dir
+    report["min_compile_secs"] = jax.config.jax_persistent_cache_min_compile_time_secs
+    report["value"] = float(jax.jit(lambda x: jnp.tanh(x) @ x.T)(jnp.ones((3, 3))).sum())
 else:
     report["off"] = use_compilation_cache({ENV: "off"})
     report["off_dir"] = jax.config.jax_compilation_cache_dir
@@ -91,6 +101,24 @@ def test_off_no_filelock_and_a_cache_the_user_set_for_jax_are_respected(tmp_path
     assert report["user"] == str(tmp_path / "users")
     assert report["min_compile_secs"] == 1.0  # JAX's own setting, untouched
     assert not (tmp_path / "ours").exists()
+
+
+@pytest.mark.backends("jax")
+def test_a_directory_that_cannot_be_made_leaves_the_cache_off_with_a_warning(tmp_path):
+    # A read-only home or a path through a file must not stop the command: the cache saves
+    # time, nothing more.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    named, xdg = blocker / "cache", str(blocker)
+    report = child("unwritable", str(named), xdg)
+    assert report["named"] is None and report["default"] is None
+    assert report["warnings"] == [
+        f"RuntimeWarning: the compilation cache is off: cannot use {path} (Not a directory). "
+        f"Set {ENV} to a writable directory, or to 'off'."
+        for path in (named, blocker / "keras-rnmt" / "jax")]
+    # JAX's own settings untouched, and programs still compile and run.
+    assert report["dir"] is None and report["min_compile_secs"] == 1.0
+    assert report["value"] == pytest.approx(3 * 3 * 3 * 0.7615942, rel=1e-6)
 
 
 @pytest.mark.backends("tensorflow", "torch")
