@@ -38,6 +38,10 @@ elif sys.argv[1] == "unwritable":
         warnings.simplefilter("always")
         report["named"] = use_compilation_cache({ENV: sys.argv[2]})
         report["default"] = use_compilation_cache({"XDG_CACHE_HOME": sys.argv[3]})
+        real_access = os.access  # a directory there, but read-only (root passes chmod)
+        os.access = lambda path, mode: False
+        report["read_only"] = use_compilation_cache({ENV: sys.argv[4]})
+        os.access = real_access
     report["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
     report["dir"] = jax.config.jax_compilation_cache_dir
     report["min_compile_secs"] = jax.config.jax_persistent_cache_min_compile_time_secs
@@ -109,13 +113,16 @@ def test_a_directory_that_cannot_be_made_leaves_the_cache_off_with_a_warning(tmp
     # time, nothing more.
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    named, xdg = blocker / "cache", str(blocker)
-    report = child("unwritable", str(named), xdg)
+    named, xdg, read_only = blocker / "cache", str(blocker), tmp_path / "read-only"
+    report = child("unwritable", str(named), xdg, str(read_only))
     assert report["named"] is None and report["default"] is None
+    assert report["read_only"] is None
     assert report["warnings"] == [
-        f"RuntimeWarning: the compilation cache is off: cannot use {path} (Not a directory). "
+        f"RuntimeWarning: the compilation cache is off: cannot use {path} ({why}). "
         f"Set {ENV} to a writable directory, or to 'off'."
-        for path in (named, blocker / "keras-rnmt" / "jax")]
+        for path, why in [(named, "Not a directory"),
+                          (blocker / "keras-rnmt" / "jax", "Not a directory"),
+                          (read_only, "not writable")]]
     # JAX's own settings untouched, and programs still compile and run.
     assert report["dir"] is None and report["min_compile_secs"] == 1.0
     assert report["value"] == pytest.approx(3 * 3 * 3 * 0.7615942, rel=1e-6)
