@@ -16,7 +16,7 @@ from keras_rnmt.compilation_cache import ENV, MAX_BYTES, default_cache_dir, use_
 # A child process (JAX's cache is per-process state, opened at the first compilation): in
 # mode "use" it turns the cache on as the CLI does, counts JAX's cache hits and compiles one
 # program; in mode "respect" it checks `off`, no filelock package, then a cache dir the user
-# set for JAX.
+# set for JAX; in mode "unwritable" it asks for directories it cannot make or write.
 CHILD = """
 import json, os, sys
 os.environ["KERAS_BACKEND"] = "jax"
@@ -133,4 +133,3 @@ def test_other_backends_keep_no_cache(tmp_path):
     assert keras.backend.backend() in ("tensorflow", "torch")
     assert use_compilation_cache({ENV: str(tmp_path / "c")}) is None
     assert not (tmp_path / "c").exists()
-
