@@ -16,6 +16,7 @@ shows the full Python trace instead.
 """
 
 import argparse
+import codecs
 import importlib.util
 import os
 import sys
@@ -81,7 +82,8 @@ def _read_input(path):
     from keras_rnmt.data import read_lines
 
     if path in (None, "-"):
-        data = sys.stdin.buffer.read()
+        # A byte-order mark before the first line (PowerShell pipes write one) is not text.
+        data = sys.stdin.buffer.read().removeprefix(codecs.BOM_UTF8)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:

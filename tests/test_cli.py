@@ -310,3 +310,7 @@ def test_stdin_with_invalid_utf8_names_its_line(monkeypatch):
         _read_input("-")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fine\r\n\nlast")))
     assert _read_input(None) == ["fine", "", "last"]
+    # A byte-order mark before the first line is dropped, as `read_lines` drops a file's.
+    bom = io.BytesIO(b"\xef\xbb\xbftwo dogs\n\xef\xbb\xbfkept\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(bom))
+    assert _read_input("-") == ["two dogs", "\ufeffkept"]

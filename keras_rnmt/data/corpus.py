@@ -1,11 +1,13 @@
 """Reading parallel text, and length filtering of training pairs.
 
 Files are read as strict UTF-8, plain or gzip-compressed (by the `.gz` suffix). Only
-the line terminator ("\\n" or "\\r\\n") is removed; every other character, and every
-line, is kept. `filter_pairs` is for training data only: evaluation and translation
+the line terminator ("\\n" or "\\r\\n") and a byte-order mark at the very start of the file
+(which Windows editors write; it is no part of the text) are removed; every other character,
+and every line, is kept. `filter_pairs` is for training data only: evaluation and translation
 inputs must never be filtered, or scores would be computed on a subset.
 """
 
+import codecs
 import dataclasses
 import gzip
 import logging
@@ -31,7 +33,9 @@ def read_lines(path):
         path: path of a UTF-8 text file; a name ending in `.gz` is decompressed.
 
     Returns:
-        list of str, one per line, without the trailing "\\n" or "\\r\\n".
+        list of str, one per line, without the trailing "\\n" or "\\r\\n" (and the first
+        without a UTF-8 byte-order mark, `U+FEFF` at the start of the file; one anywhere else
+        is kept).
 
     Raises:
         CorpusError: invalid UTF-8 (the message names `path:line`, 1-based) or a
@@ -47,6 +51,11 @@ def read_lines(path):
     try:
         with _open_binary(path) as file:
             for line_number, raw in enumerate(file, start=1):
+                skipped = 0
+                if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw, skipped = raw[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
+                    if not raw:  # the mark alone: an empty file, no line
+                        break
                 if raw.endswith(b"\r\n"):
                     raw = raw[:-2]
                 elif raw.endswith(b"\n"):
@@ -54,9 +63,10 @@ def read_lines(path):
                 try:
                     lines.append(raw.decode("utf-8"))
                 except UnicodeDecodeError as error:
+                    byte = skipped + error.start + 1  # counted in the line as the file has it
                     raise CorpusError(
-                        f"{path}:{line_number}: invalid UTF-8 (byte {error.start + 1} of the "
-                        f"line: {error.reason})"
+                        f"{path}:{line_number}: invalid UTF-8 (byte {byte} of the line: "
+                        f"{error.reason})"
                     ) from error
     except (gzip.BadGzipFile, EOFError) as error:
         raise CorpusError(f"{path}: corrupt gzip data after line {line_number}: {error}") from error

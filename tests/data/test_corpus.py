@@ -28,6 +28,19 @@ def test_read_lines_strips_only_the_line_terminator(tmp_path, name):
     assert read_lines(str(path)) == read_lines(path)
 
 
+@pytest.mark.parametrize("name", ["bom.txt", "bom.txt.gz"])
+def test_read_lines_drops_a_byte_order_mark_at_the_start_of_the_file_only(tmp_path, name):
+    # Windows editors begin a UTF-8 file with EF BB BF: read as text, it would glue U+FEFF
+    # to the first word, which would then be unknown to the vocabulary.
+    path = write(tmp_path / name, b"\xef\xbb\xbftwo dogs\r\n\xef\xbb\xbfkept\n")
+    assert read_lines(path) == ["two dogs", "\ufeffkept"]
+    assert read_lines(write(tmp_path / name, b"\xef\xbb\xbf")) == []  # as an empty file
+    assert read_lines(write(tmp_path / name, b"\xef\xbb\xbf\n")) == [""]
+    # An error on the first line still counts bytes as the file holds them.
+    with pytest.raises(CorpusError, match=r":1: invalid UTF-8 \(byte 6 of the line"):
+        read_lines(write(tmp_path / name, b"\xef\xbb\xbfab\xffcd\n"))
+
+
 def test_read_lines_empty_file(tmp_path):
     assert read_lines(write(tmp_path / "empty.txt", b"")) == []
 
