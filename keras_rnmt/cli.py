@@ -17,6 +17,7 @@ shows the full Python trace instead.
 
 import argparse
 import codecs
+import contextlib
 import importlib.util
 import os
 import sys
@@ -115,32 +116,34 @@ def cmd_translate(args, _):
         **_search_options(args),
     )
     lines = _read_input(args.input)
-    results = []
-    for start in range(0, len(lines), args.batch_size * 4):
-        chunk = lines[start:start + args.batch_size * 4]
-        results.extend(translator.translate(chunk, n_best=args.n_best))
-        _report_progress(len(results), len(lines))
-    out = open(args.output, "w", encoding="utf-8") if args.output not in (None, "-") else sys.stdout
-    try:
+    with contextlib.ExitStack() as files:
+        # Opened before the search (after the input is read: an output may replace it), so
+        # a path that cannot be written fails at once, not after the whole file's translation.
+        def output(path):
+            return files.enter_context(open(path, "w", encoding="utf-8"))
+
+        out = output(args.output) if args.output not in (None, "-") else sys.stdout
+        n_best_out = output(args.n_best_output) if args.n_best > 1 and args.n_best_output else None
+        alignments_out = output(args.alignments) if args.alignments else None
+        results = []
+        for start in range(0, len(lines), args.batch_size * 4):
+            chunk = lines[start:start + args.batch_size * 4]
+            results.extend(translator.translate(chunk, n_best=args.n_best))
+            _report_progress(len(results), len(lines))
         for result in results:
             out.write(result.text + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.n_best > 1 and args.n_best_output:
-        with open(args.n_best_output, "w", encoding="utf-8") as f:
+        if n_best_out:
             for index, result in enumerate(results):
                 for hypothesis in result.n_best or [result]:
-                    f.write(f"{index}\t{hypothesis.score:.4f}\t{hypothesis.text}\n")
-    if args.alignments:
-        with open(args.alignments, "w", encoding="utf-8") as f:
+                    n_best_out.write(f"{index}\t{hypothesis.score:.4f}\t{hypothesis.text}\n")
+        if alignments_out:
             for result in results:
                 pairs = []
                 if result.attention is not None:
                     for j in range(len(result.tokens)):
                         i = int(result.attention[j, :-1].argmax()) if result.attention.shape[1] > 1 else 0
                         pairs.append(f"{i}-{j}")
-                f.write(" ".join(pairs) + "\n")
+                alignments_out.write(" ".join(pairs) + "\n")
 
 
 def _search_options(args):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import numbers
 import os
 import warnings
 
@@ -112,16 +113,20 @@ class Translator:
                  length_penalty=1.0, coverage_penalty=0.0, max_length_a=1.5, max_length_b=10,
                  batch_size=64, replace_unk=False, unk_dictionary=None, stop_rule="current",
                  jit_compile=False):
+        # Checked here: beam_size 1 runs greedy search, which has no beam to check.
+        for name, value in (("beam_size", beam_size), ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive int; received {name}={value!r}")
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
-        self.beam_size = beam_size
+        self.beam_size = int(beam_size)
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
         check_output_limits(max_length_a, max_length_b)
         self.max_length_a = max_length_a
         self.max_length_b = max_length_b
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self.replace_unk = replace_unk
         self.unk_dictionary = unk_dictionary or {}
         if replace_unk:

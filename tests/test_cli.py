@@ -123,6 +123,32 @@ def test_translate_names_bad_output_limits_in_one_line(run_dir, capsys):
                               "be >= 0 and allow one output token"), err
 
 
+def test_translate_fails_on_an_unwritable_output_before_translating(run_dir, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog runs .\nthe cat sleeps\n", encoding="utf-8")
+    missing = tmp_path / "no_such_folder"
+    for option in ("-o", "--alignments"):
+        with pytest.raises(SystemExit) as stop:
+            main(["translate", str(run_dir), "-i", str(source), option, str(missing / "x.txt")])
+        assert stop.value.code == 1
+        err = capsys.readouterr().err
+        assert "No such file or directory" in err and str(missing) in err, err
+        assert "translated" not in err  # not one line was searched
+    # The output may be the input itself: it is read before the outputs are opened.
+    main(["translate", str(run_dir), "-i", str(source), "-o", str(source)])
+    assert len(source.read_text(encoding="utf-8").split("\n")) == 3
+
+
+def test_translate_names_a_bad_beam_or_batch_size_in_one_line(run_dir, capsys):
+    for option, value in (("--beam-size", "0"), ("--beam-size", "-2"), ("--batch-size", "0")):
+        with pytest.raises(SystemExit) as stop:
+            main(["translate", str(run_dir), "-i", os.devnull, option, value])
+        assert stop.value.code == 1
+        name = option[2:].replace("-", "_")
+        assert capsys.readouterr().err == (f"keras-rnmt translate: error: {name} must be a "
+                                           f"positive int; received {name}={int(value)}\n")
+
+
 # The CLI's own process reading stdin: its I/O is the same under every backend, and the
 # process under TensorFlow or JAX took 20-26 s a pass (its import and search compile); the
 # translations it must match are the pass's in-process `Translator`'s, tested in every pass.

@@ -73,6 +73,15 @@ def test_stop_rules_and_a_bad_one(translator_parts):
         Translator(model, source_tokenizer, target_tokenizer, stop_rule="exact")
 
 
+@pytest.mark.parametrize("name,value", [("beam_size", 0), ("beam_size", -2), ("beam_size", 2.0),
+                                        ("beam_size", True), ("batch_size", 0)])
+def test_a_bad_beam_or_batch_size_is_refused(translator_parts, name, value):
+    # A beam of 0 or less once ran greedy search without a word.
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive int; received "
+                                         rf"{name}={value!r}$"):
+        Translator(*translator_parts, **{name: value})
+
+
 # Under TensorFlow only: JAX compiles its search with XLA whatever `jit_compile` says, so
 # there both translators would run the same program (15 s of the JAX pass).
 @pytest.mark.backends("tensorflow")
