@@ -160,6 +160,11 @@ def test_arguments_are_checked(trained, tmp_path):
         export_run(str(tmp_path), str(tmp_path / "out"), beam=3)
     with pytest.raises(FileNotFoundError, match="No model at"):
         export_run(str(tmp_path), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()  # a bad run makes no SavedModel directory
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    with pytest.raises(NotADirectoryError, match="a_file is a file: a SavedModel is written"):
+        export_saved_model(model, source, target, str(a_file))  # before any tracing
 
 
 def test_keras_rnmt_export_reports_bad_input_in_one_line(run_dir, tmp_path, capsys):

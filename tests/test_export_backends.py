@@ -61,3 +61,24 @@ def test_bad_input_in_the_export_process_is_one_line_in_this_one(trained_run, tm
     assert err.endswith("keras-rnmt export: error: beam_size must be a positive int; "
                         "received beam_size=0\n"), err
     assert "Traceback" not in err
+
+
+# Checked in this process, before the TensorFlow process starts: the same under every backend.
+@pytest.mark.backends("torch")
+def test_a_path_that_cannot_be_a_directory_is_one_line_before_any_export(trained_run, tmp_path,
+                                                                         capsys, monkeypatch):
+    from keras_rnmt import export
+    from keras_rnmt.cli import main
+
+    monkeypatch.setattr(export, "_run_export_process", None)  # never reached
+    a_file = tmp_path / "saved"
+    a_file.write_text("not a directory")
+    for path, message in ((a_file, f"{a_file} is a file: a SavedModel is written to a directory"),
+                          (a_file / "inside", "Not a directory")):
+        with pytest.raises(SystemExit) as stop:
+            main(["export", str(trained_run), str(path)])
+        assert stop.value.code == 1
+        err = capsys.readouterr().err
+        assert err.startswith("keras-rnmt export: error: ") and message in err, err
+        assert "Traceback" not in err
+    assert a_file.read_text() == "not a directory"
