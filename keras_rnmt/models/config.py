@@ -67,6 +67,13 @@ class ModelConfig:
         _check_choice("attention_order", self.attention_order, ATTENTION_ORDERS)
         _check_choice("input_feeding", self.input_feeding, INPUT_FEEDINGS)
         _check_choice("coverage", self.coverage, ("neural", "linguistic"))
+        for name in ("embedding_dim", "encoder_units", "encoder_layers", "decoder_units",
+                     "decoder_layers", "num_heads", "intermediate_dim", "transformer_layers",
+                     "max_positions"):
+            _check_number(name, getattr(self, name), 1)
+        for name in ("source_vocab_size", "target_vocab_size", "attention_units", "window",
+                     "memory_units"):
+            _check_number(name, getattr(self, name), 0)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={self.dropout}")
         if not 0.0 < self.teacher_forcing_ratio <= 1.0:
@@ -98,3 +105,12 @@ def _check_choice(name, value, choices):
         raise ValueError(
             f"Unknown {name} {value!r}. Valid choices: {', '.join(repr(c) for c in choices)}"
         )
+
+
+def _check_number(name, value, minimum, kind=int):
+    """Raise a ValueError naming the config key unless `value` is a `kind` >= `minimum`
+    (an int where `kind` is float too), so a bad size fails before any data is read."""
+    kinds = (int, float) if kind is float else (int,)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value >= minimum:
+        what = "a number" if kind is float else "an int"
+        raise ValueError(f"`{name}` must be {what} >= {minimum}. Received: {name}={value!r}")

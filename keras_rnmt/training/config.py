@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from keras_rnmt.matmul_precision import MATMUL_PRECISIONS
-from keras_rnmt.models.config import ModelConfig, _check_choice
+from keras_rnmt.models.config import ModelConfig, _check_choice, _check_number
 from keras_rnmt.training.distribution import DISTRIBUTIONS
 
 DATASETS = ("toy", "multi30k")
@@ -82,6 +82,14 @@ class TrainConfig:
         _check_choice("optimizer", self.optimizer, ("adam", "sgd", "paper-sgd"))
         _check_choice("distribute", self.distribute, DISTRIBUTIONS)
         _check_choice("jit_compile", self.jit_compile, tuple(JIT_COMPILE))
+        for name in ("epochs", "batch_size", "bucket_width", "min_frequency", "toy_examples",
+                     "beam_size"):
+            _check_number(name, getattr(self, name), 1)
+        for name in ("max_vocabulary", "steps_per_epoch", "warmup_steps", "lr_patience",
+                     "patience", "heatmap_sentences", "validation_sentences"):
+            _check_number(name, getattr(self, name), 0)
+        for name in ("learning_rate", "clipnorm", "uniform_init", "length_penalty"):
+            _check_number(name, getattr(self, name), 0, kind=float)
         if self.lr_decay and (self.warmup_steps or self.optimizer == "paper-sgd"):
             raise ValueError(
                 "lr_decay (decay on a validation plateau) needs a constant learning rate; it "

@@ -1,6 +1,7 @@
 """Model configs: round trips, bad keys and names, `.keras` save and reload."""
 
 import os
+import re
 
 import keras
 import numpy as np
@@ -43,6 +44,38 @@ def test_train_config_override_converts_types_and_rejects_unknown_keys():
         TrainConfig().override({"dropout": "0,3"})
     with pytest.raises(ValueError, match="^lowercase expects a boolean"):
         TrainConfig().override({"lowercase": "maybe"})
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("decoder_layers", "0", "`decoder_layers` must be an int >= 1. Received: decoder_layers=0"),
+    ("embedding_dim", "0", "`embedding_dim` must be an int >= 1. Received: embedding_dim=0"),
+    ("memory_units", "-1", "`memory_units` must be an int >= 0. Received: memory_units=-1"),
+    ("epochs", "0", "`epochs` must be an int >= 1. Received: epochs=0"),
+    ("beam_size", "0", "`beam_size` must be an int >= 1. Received: beam_size=0"),
+    # Each of these once trained without a word: gradient ascent, no clipping, early
+    # stopping after the first epoch, the last validation sentence dropped.
+    ("learning_rate", "-1", "`learning_rate` must be a number >= 0. Received: learning_rate=-1.0"),
+    ("clipnorm", "-1", "`clipnorm` must be a number >= 0. Received: clipnorm=-1.0"),
+    ("patience", "-1", "`patience` must be an int >= 0. Received: patience=-1"),
+    ("validation_sentences", "-1",
+     "`validation_sentences` must be an int >= 0. Received: validation_sentences=-1"),
+    ("uniform_init", "-0.1", "`uniform_init` must be a number >= 0. Received: uniform_init=-0.1"),
+])
+def test_a_size_or_rate_out_of_range_names_its_key_before_anything_runs(key, value, message):
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        TrainConfig().override({key: value})
+
+
+def test_zero_keeps_its_documented_meaning_and_ints_pass_as_numbers():
+    config = TrainConfig(learning_rate=0, clipnorm=0, patience=0, max_vocabulary=0,
+                         model=ModelConfig(memory_units=0, attention_units=0, window=0))
+    assert (config.learning_rate, config.patience, config.model.window) == (0, 0, 0)
+    with pytest.raises(ValueError, match="`batch_size` must be an int >= 1. Received: "
+                                         "batch_size=True"):
+        TrainConfig(batch_size=True)
+    with pytest.raises(ValueError, match="`encoder_units` must be an int >= 1. Received: "
+                                         "encoder_units=2.5"):
+        ModelConfig(encoder_units=2.5)
 
 
 def test_a_new_optimizer_from_the_command_line_gets_its_own_rate_and_clipping():
