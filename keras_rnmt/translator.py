@@ -60,6 +60,25 @@ def load_model(path, dtype_policy=None):
         keras.config.set_dtype_policy(previous)
 
 
+def _sentence_list(sentences):
+    """`sentences` as a list of str: bytes decoded as UTF-8; anything else names its index."""
+    if isinstance(sentences, (str, bytes)):
+        raise TypeError("Translator.translate takes a list of sentences; received one "
+                        f"{type(sentences).__name__} (for one sentence, pass [sentence])")
+    texts = []
+    for index, sentence in enumerate(sentences):
+        if isinstance(sentence, bytes):
+            try:
+                sentence = sentence.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"sentences[{index}]: invalid UTF-8 ({error.reason})") from None
+        elif not isinstance(sentence, str):
+            raise TypeError(f"sentences[{index}] is {type(sentence).__name__}, not str: "
+                            f"{sentence!r:.60}")
+        texts.append(sentence)
+    return texts
+
+
 class Translator:
     """Translate raw strings with a model and its two tokenizers.
 
@@ -168,10 +187,14 @@ class Translator:
 
     # ------------------------------------------------------------------------------------
     def translate(self, sentences, n_best=1):
-        """Translate a list of strings; returns one `Translation` per input, in order."""
+        """Translate a list of strings; returns one `Translation` per input, in order.
+
+        Each sentence is a `str`, or UTF-8 `bytes` (as a string tensor's `.numpy()` gives);
+        a lone string is an error, not a list of characters to translate.
+        """
         if n_best > max(1, self.beam_size):
             raise ValueError(f"n_best ({n_best}) must be <= beam_size ({self.beam_size})")
-        sentences = list(sentences)
+        sentences = _sentence_list(sentences)
         results = [None] * len(sentences)
         for index, sentence in enumerate(sentences):
             if not sentence.strip():

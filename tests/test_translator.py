@@ -73,6 +73,22 @@ def test_stop_rules_and_a_bad_one(translator_parts):
         Translator(model, source_tokenizer, target_tokenizer, stop_rule="exact")
 
 
+def test_inputs_are_a_list_of_str_or_utf8_bytes(translator_parts):
+    translator = Translator(*translator_parts, beam_size=2)
+    lines = ["a b c", "c b a a b"]
+    expected = translator(lines)
+    assert translator([line.encode() for line in lines]) == expected  # a string tensor's values
+    assert translator(np.array(lines)) == expected
+    # A lone string once became a translation per character.
+    with pytest.raises(TypeError, match=r"takes a list of sentences; received one str \(for "
+                                        r"one sentence, pass \[sentence\]\)"):
+        translator.translate("a b c")
+    with pytest.raises(TypeError, match=r"^sentences\[1\] is NoneType, not str: None$"):
+        translator.translate(["a b c", None])
+    with pytest.raises(ValueError, match=r"^sentences\[0\]: invalid UTF-8 \(invalid start byte\)$"):
+        translator.translate([b"\xff a"])
+
+
 @pytest.mark.parametrize("name,value", [("beam_size", 0), ("beam_size", -2), ("beam_size", 2.0),
                                         ("beam_size", True), ("batch_size", 0)])
 def test_a_bad_beam_or_batch_size_is_refused(translator_parts, name, value):
