@@ -39,9 +39,14 @@ def _check_positive_int(value, argument):
 
 
 def _string_tensor(texts, argument):
+    if isinstance(texts, (str, bytes)):  # not a list of characters
+        raise ValueError(f"`{argument}` must be a list of str, one sentence each. Received "
+                         f"one {type(texts).__name__}: {texts!r:.60}")
     texts = list(texts)
-    if not all(isinstance(text, str) for text in texts):
-        raise ValueError(f"`{argument}` must be a list of str")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"`{argument}` must be a list of str; {argument}[{index}] is "
+                             f"{type(text).__name__}: {text!r:.60}")
     return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
 
 
@@ -169,17 +174,17 @@ def make_dataset(
     if merge_remainders and not pad_to_bucket:
         raise ValueError("`merge_remainders` batches leftovers at fixed bucket lengths and "
                          "needs `pad_to_bucket=True`")
-    if len(sources) != len(targets):
+    source_texts = _string_tensor(sources, "sources")
+    target_texts = _string_tensor(targets, "targets")
+    if len(source_texts) != len(target_texts):
         raise ValueError(
             "`sources` and `targets` must have the same length. Received: "
-            f"{len(sources)} sources, {len(targets)} targets"
+            f"{len(source_texts)} sources, {len(target_texts)} targets"
         )
-    if not sources:
+    if not len(source_texts):
         raise ValueError("`sources` is empty: there is nothing to train on")
 
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (_string_tensor(sources, "sources"), _string_tensor(targets, "targets"))
-    )
+    dataset = tf.data.Dataset.from_tensor_slices((source_texts, target_texts))
     # Tokenizing a thousand sentences per call is much faster than one at a time.
     dataset = dataset.batch(1024).map(
         lambda source, target: (
