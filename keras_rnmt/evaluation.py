@@ -6,6 +6,8 @@ import math
 import numpy as np
 import sacrebleu
 
+from keras_rnmt.sentence_list import check_sentence_list
+
 
 @dataclasses.dataclass
 class Scores:
@@ -39,6 +41,8 @@ def corpus_scores(hypotheses, references, tokenized=False, lowercase=False):
             detokenised text.
         lowercase: case-insensitive BLEU.
     """
+    check_sentence_list(hypotheses, "hypotheses")
+    check_sentence_list(references, "references")
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{len(hypotheses)} hypotheses but {len(references)} references: they must align"

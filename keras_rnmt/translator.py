@@ -17,6 +17,7 @@ from keras_rnmt.search.compiled import compile_search, shared_programs
 from keras_rnmt.search.constants import SearchConstants
 from keras_rnmt.search.programs import search_programs
 from keras_rnmt.search.shrinking import shrinking_beam_search
+from keras_rnmt.sentence_list import check_sentence_list
 from keras_rnmt.unk import check_word_tokenizers, replace_unknown
 
 
@@ -62,11 +63,8 @@ def load_model(path, dtype_policy=None):
 
 def _sentence_list(sentences):
     """`sentences` as a list of str: bytes decoded as UTF-8; anything else names its index."""
-    if isinstance(sentences, (str, bytes)):
-        raise TypeError("Translator.translate takes a list of sentences; received one "
-                        f"{type(sentences).__name__} (for one sentence, pass [sentence])")
     texts = []
-    for index, sentence in enumerate(sentences):
+    for index, sentence in enumerate(check_sentence_list(sentences, "sentences")):
         if isinstance(sentence, bytes):
             try:
                 sentence = sentence.decode("utf-8")

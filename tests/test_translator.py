@@ -80,8 +80,8 @@ def test_inputs_are_a_list_of_str_or_utf8_bytes(translator_parts):
     assert translator([line.encode() for line in lines]) == expected  # a string tensor's values
     assert translator(np.array(lines)) == expected
     # A lone string once became a translation per character.
-    with pytest.raises(TypeError, match=r"takes a list of sentences; received one str \(for "
-                                        r"one sentence, pass \[sentence\]\)"):
+    with pytest.raises(TypeError, match=r"^`sentences` must be a list of sentences, not one "
+                                        r"str: 'a b c' \(for one sentence, pass \[sentence\]\)$"):
         translator.translate("a b c")
     with pytest.raises(TypeError, match=r"^sentences\[1\] is NoneType, not str: None$"):
         translator.translate(["a b c", None])

@@ -13,6 +13,8 @@ import gzip
 import logging
 import os
 
+from keras_rnmt.sentence_list import check_sentence_list
+
 logger = logging.getLogger("keras_rnmt")
 
 
@@ -181,6 +183,8 @@ def filter_pairs(sources, targets, max_length=50, min_length=1):
     print(report)  # kept 28,950 of 29,000 pairs: dropped 0 empty, 50 longer than 50 words
     ```
     """
+    check_sentence_list(sources, "sources")
+    check_sentence_list(targets, "targets")
     if len(sources) != len(targets):
         raise CorpusError(
             f"`sources` and `targets` must have the same length. Received: {len(sources)} "

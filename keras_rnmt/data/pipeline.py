@@ -25,6 +25,7 @@ import tensorflow as tf
 from keras_rnmt.data.base_tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_rnmt.data.epoch_order import pass_seed, seeded_shuffle
 from keras_rnmt.data.remainders import key_examples
+from keras_rnmt.sentence_list import check_sentence_list
 
 BATCH_BY = ("sentences", "tokens")
 # Batches held by the batch shuffle (`shuffle_batches`): a whole Multi30k epoch (466-479
@@ -39,10 +40,7 @@ def _check_positive_int(value, argument):
 
 
 def _string_tensor(texts, argument):
-    if isinstance(texts, (str, bytes)):  # not a list of characters
-        raise ValueError(f"`{argument}` must be a list of str, one sentence each. Received "
-                         f"one {type(texts).__name__}: {texts!r:.60}")
-    texts = list(texts)
+    texts = list(check_sentence_list(texts, argument))
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"`{argument}` must be a list of str; {argument}[{index}] is "

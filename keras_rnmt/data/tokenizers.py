@@ -12,6 +12,7 @@ import json
 from keras_rnmt.data.base_tokenizer import SAVE_FORMAT, SAVE_VERSION
 from keras_rnmt.data.subword import SentencePieceTokenizer, WordPieceTokenizer
 from keras_rnmt.data.word_tokenizer import WordTokenizer
+from keras_rnmt.sentence_list import check_sentence_list
 
 TOKENIZERS = {
     "word": WordTokenizer,
@@ -63,7 +64,7 @@ def build_tokenizer(kind, texts, **options):
         )
     tokenizer = cls(**{name: options[name] for name in constructor_names if name in options})
     tokenizer.build_vocabulary(
-        texts, **{name: options[name] for name in build_names if name in options}
+        check_sentence_list(texts, "texts"), **{name: options[name] for name in build_names if name in options}
     )
     return tokenizer
 

@@ -273,10 +273,10 @@ def test_empty_and_non_string_corpora():
         make_dataset(["a b", 3], ["c d", "e"], *tokenizers())
     assert str(info.value) == "`sources` must be a list of str; sources[1] is int: 3"
     # A lone string once made a corpus of its characters.
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(TypeError) as info:
         make_dataset(["a b"], "c d", *tokenizers())
-    assert str(info.value) == ("`targets` must be a list of str, one sentence each. Received "
-                               "one str: 'c d'")
+    assert str(info.value) == ("`targets` must be a list of sentences, not one str: 'c d' (for "
+                               "one sentence, pass [sentence])")
 
 
 def test_mismatched_lengths():
