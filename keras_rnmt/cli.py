@@ -68,10 +68,15 @@ def parse_overrides(items):
 
 
 def cmd_train(args, extra):
+    from keras_rnmt.training.config import TrainConfig
     from keras_rnmt.training.train import train_and_evaluate
 
     recipe = load_recipe(args.recipe)
-    config = recipe.config().override(parse_overrides(extra))
+    config = recipe.config()
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"Recipe {args.recipe}: config() must return a TrainConfig; it "
+                         f"returned {type(config).__name__}")
+    config = config.override(parse_overrides(extra))
     run_dir = args.run_dir or os.path.join(
         "runs", os.path.splitext(os.path.basename(args.recipe))[0] + "_" + config.model.attention
     )

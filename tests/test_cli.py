@@ -66,6 +66,12 @@ def test_a_missing_recipe_or_run_is_one_line_naming_it(tmp_path, capsys):
         main(["translate", str(tmp_path / "no-run"), "-i", missing])
     err = capsys.readouterr().err
     assert err.startswith("keras-rnmt translate: error: ") and "no-run" in err
+    recipe = tmp_path / "wrong.py"
+    recipe.write_text("def config():\n    return 42\n")
+    with pytest.raises(SystemExit):
+        main(["train", str(recipe)])
+    assert capsys.readouterr().err == (f"keras-rnmt train: error: Recipe {recipe}: config() must "
+                                       "return a TrainConfig; it returned int\n")
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch):
