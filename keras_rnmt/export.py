@@ -131,14 +131,19 @@ def _make_module(model, source_tokenizer, target_tokenizer, beam_size, length_pe
     return TranslationModule()
 
 
-def _make_export_directory(path):
-    """Create the SavedModel directory `path` (and its parents), or raise the OSError that
-    says why it cannot be one, before minutes of loading and tracing are spent."""
+def _check_export_directory(path):
+    """Raise the OSError that says why `path` cannot become the SavedModel directory, before
+    minutes of loading and tracing are spent; creates nothing (bad options found later
+    leave no empty directory)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise NotADirectoryError(f"{path} is a file: a SavedModel is written to a directory")
-    os.makedirs(path, exist_ok=True)
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise PermissionError(f"{path}: the SavedModel directory cannot be written")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):  # the nearest existing ancestor, created in
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError(f"{path}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"{path}: {existing} cannot be written")
 
 
 def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_size=5,
@@ -190,7 +195,7 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
         raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
     check_stop_rule(stop_rule)
     check_output_limits(max_length_a, max_length_b)
-    _make_export_directory(path)
+    _check_export_directory(path)
     module = _make_module(model, source_tokenizer, target_tokenizer, beam_size,
                           float(length_penalty), float(coverage_penalty), float(max_length_a),
                           float(max_length_b), max_output_length, stop_rule)
@@ -226,7 +231,7 @@ def export_run(run_dir, path, model_file="best.keras", dtype_policy=None, **kwar
     model_path = os.path.join(run_dir, model_file)
     if not os.path.exists(model_path):
         raise FileNotFoundError(f"No model at {model_path} (is {run_dir} a keras-rnmt run directory?)")
-    _make_export_directory(path)
+    _check_export_directory(path)
     if keras.backend.backend() != "tensorflow":
         command = [sys.executable, "-m", "keras_rnmt.export", run_dir, path,
                    "--model-file", model_file]

@@ -55,12 +55,13 @@ def test_bad_input_in_the_export_process_is_one_line_in_this_one(trained_run, tm
     from keras_rnmt.cli import main
 
     with pytest.raises(SystemExit) as stop:
-        main(["export", str(trained_run), str(tmp_path / "saved"), "--beam-size", "0"])
+        main(["export", str(trained_run), str(tmp_path / "new" / "saved"), "--beam-size", "0"])
     assert stop.value.code == 1
     err = capsys.readouterr().err
     assert err.endswith("keras-rnmt export: error: beam_size must be a positive int; "
                         "received beam_size=0\n"), err
     assert "Traceback" not in err
+    assert not (tmp_path / "new").exists()  # checked before anything is created
 
 
 # Checked in this process, before the TensorFlow process starts: the same under every backend.
@@ -74,7 +75,8 @@ def test_a_path_that_cannot_be_a_directory_is_one_line_before_any_export(trained
     a_file = tmp_path / "saved"
     a_file.write_text("not a directory")
     for path, message in ((a_file, f"{a_file} is a file: a SavedModel is written to a directory"),
-                          (a_file / "inside", "Not a directory")):
+                          (a_file / "inside", f"{a_file / 'inside'}: {a_file} is a file, "
+                                              "not a directory")):
         with pytest.raises(SystemExit) as stop:
             main(["export", str(trained_run), str(path)])
         assert stop.value.code == 1

@@ -64,7 +64,8 @@ def build_tokenizer(kind, texts, **options):
         )
     tokenizer = cls(**{name: options[name] for name in constructor_names if name in options})
     tokenizer.build_vocabulary(
-        check_sentence_list(texts, "texts"), **{name: options[name] for name in build_names if name in options}
+        check_sentence_list(texts, "texts"),
+        **{name: options[name] for name in build_names if name in options},
     )
     return tokenizer
 
