@@ -113,6 +113,9 @@ def cmd_translate(args, _):
     from keras_rnmt.translator import Translator
     from keras_rnmt.unk import load_dictionary
 
+    if args.n_best > 1 and not args.n_best_output:
+        raise ValueError(f"--n-best {args.n_best} needs --n-best-output FILE for the lists: the "
+                         "output holds one translation per input line")
     set_matmul_precision(args.matmul_precision)  # a ValueError outside JAX
     translator = Translator.from_run(
         args.run_dir, beam_size=args.beam_size, batch_size=args.batch_size,
@@ -128,7 +131,7 @@ def cmd_translate(args, _):
             return files.enter_context(open(path, "w", encoding="utf-8"))
 
         out = output(args.output) if args.output not in (None, "-") else sys.stdout
-        n_best_out = output(args.n_best_output) if args.n_best > 1 and args.n_best_output else None
+        n_best_out = output(args.n_best_output) if args.n_best_output else None
         alignments_out = output(args.alignments) if args.alignments else None
         results = []
         for start in range(0, len(lines), args.batch_size * 4):
@@ -321,8 +324,10 @@ def build_parser():
     translate.add_argument("-o", "--output", default=None, help="output file (default stdout)")
     _add_search_options(translate)
     translate.add_argument("--batch-size", type=int, default=64)
-    translate.add_argument("--n-best", type=int, default=1)
-    translate.add_argument("--n-best-output", default=None, help="file for 'index\\tscore\\ttext'")
+    translate.add_argument("--n-best", type=int, default=1,
+                           help="hypotheses per input in --n-best-output (at most the beam size)")
+    translate.add_argument("--n-best-output", default=None,
+                           help="file of 'index\\tscore\\ttext' lines, --n-best per input, best first")
     translate.add_argument("--alignments", default=None, help="file for i-j alignment pairs")
     translate.add_argument("--replace-unk", action="store_true")
     translate.add_argument("--unk-dictionary", default=None)

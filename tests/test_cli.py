@@ -145,6 +145,31 @@ def test_translate_fails_on_an_unwritable_output_before_translating(run_dir, tmp
     assert len(source.read_text(encoding="utf-8").split("\n")) == 3
 
 
+def test_translate_writes_n_best_lists_only_where_asked(run_dir, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog runs .\n\nthe cat sleeps\n", encoding="utf-8")
+    output, lists = tmp_path / "out.txt", tmp_path / "nbest.txt"
+    main(["translate", str(run_dir), "-i", str(source), "-o", str(output), "--beam-size", "3",
+          "--n-best", "2", "--n-best-output", str(lists)])
+    rows = [line.split("\t") for line in lists.read_text(encoding="utf-8").splitlines()]
+    assert [row[0] for row in rows] == ["0", "0", "1", "2", "2"]  # the empty line: one row
+    best = output.read_text(encoding="utf-8").splitlines()
+    assert [rows[0][2], rows[3][2]] == [best[0], best[2]]  # best first
+    # With one hypothesis a line, the file is still written (once it was left out silently).
+    main(["translate", str(run_dir), "-i", str(source), "-o", str(output), "--beam-size", "3",
+          "--n-best-output", str(lists)])
+    assert [line.split("\t")[2] for line in lists.read_text(encoding="utf-8").splitlines()] == \
+        output.read_text(encoding="utf-8").splitlines()
+    # Lists asked for with nowhere to go were computed and dropped: now an error, at once.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main(["translate", "no-such-run", "-i", str(source), "--n-best", "2"])
+    assert stop.value.code == 1
+    assert capsys.readouterr().err == ("keras-rnmt translate: error: --n-best 2 needs "
+                                       "--n-best-output FILE for the lists: the output holds "
+                                       "one translation per input line\n")
+
+
 def test_translate_names_a_bad_beam_or_batch_size_in_one_line(run_dir, capsys):
     for option, value in (("--beam-size", "0"), ("--beam-size", "-2"), ("--batch-size", "0")):
         with pytest.raises(SystemExit) as stop:
