@@ -178,7 +178,15 @@ def cmd_evaluate(args, _):
     sources, references = read_parallel(args.source, args.reference)
     if not sources:
         raise ValueError(f"{args.source} and {args.reference} hold no lines: nothing to evaluate")
-    hypotheses = translator(sources)
+    # Opened before the search, as translate's outputs: a bad path fails at once.
+    output = open(args.output, "w", encoding="utf-8") if args.output else None
+    try:
+        hypotheses = translator(sources)
+        if output:
+            output.writelines(hypothesis + "\n" for hypothesis in hypotheses)
+    finally:
+        if output:
+            output.close()
     scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
                            lowercase=args.lowercase)
     scores.perplexity = corpus_perplexity(translator.model, sources, references,
@@ -342,6 +350,8 @@ def build_parser():
                           help="references are tokenised (lc.norm.tok): BLEU tokenize='none'")
     evaluate.add_argument("--lowercase", action="store_true")
     evaluate.add_argument("--replace-unk", action="store_true")
+    evaluate.add_argument("-o", "--output", default=None,
+                          help="also write the translations scored, one per source line")
     evaluate.set_defaults(func=cmd_evaluate)
 
     average = add_parser("average", help="average a run's last epoch checkpoints into one "

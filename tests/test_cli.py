@@ -269,17 +269,21 @@ def test_plot_curves_reads_the_run_log(trained_run, tmp_path, capsys):
 
 
 def test_evaluate_reports_perplexity_next_to_bleu(trained_run, tmp_path, capsys):
-    from keras_rnmt.evaluation import corpus_perplexity
+    from keras_rnmt.evaluation import corpus_perplexity, corpus_scores
     from keras_rnmt.translator import Translator
 
     (tmp_path / "src").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
     (tmp_path / "ref").write_text("\n".join(TARGETS) + "\n", encoding="utf-8")
     main(["evaluate", str(trained_run), "--source", str(tmp_path / "src"), "--reference",
-          str(tmp_path / "ref"), "--tokenized", "--beam-size", "1"])
+          str(tmp_path / "ref"), "--tokenized", "--beam-size", "1", "-o", str(tmp_path / "hyp")])
     lines = capsys.readouterr().out.strip().split("\n")
     assert lines[0].startswith("BLEU ") and lines[1].startswith("chrF ")
     assert lines[2].startswith("perplexity ")
-    translator = Translator.from_run(str(trained_run))
+    # -o: the translations scored, one per source line.
+    translator = Translator.from_run(str(trained_run), beam_size=1)
+    hypotheses = (tmp_path / "hyp").read_text(encoding="utf-8").split("\n")
+    assert hypotheses == translator(SOURCES) + [""]
+    assert lines[0] == str(corpus_scores(hypotheses[:-1], TARGETS, tokenized=True)).split("\n")[0]
     expected = corpus_perplexity(translator.model, SOURCES, TARGETS,
                                  translator.source_tokenizer, translator.target_tokenizer)
     assert float(lines[2].split()[1]) == pytest.approx(expected, abs=1e-3)
