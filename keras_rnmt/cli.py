@@ -179,14 +179,12 @@ def cmd_evaluate(args, _):
     if not sources:
         raise ValueError(f"{args.source} and {args.reference} hold no lines: nothing to evaluate")
     # Opened before the search, as translate's outputs: a bad path fails at once.
-    output = open(args.output, "w", encoding="utf-8") if args.output else None
-    try:
+    output_file = (open(args.output, "w", encoding="utf-8") if args.output
+                   else contextlib.nullcontext())
+    with output_file as output:
         hypotheses = translator(sources)
         if output:
             output.writelines(hypothesis + "\n" for hypothesis in hypotheses)
-    finally:
-        if output:
-            output.close()
     scores = corpus_scores(hypotheses, references, tokenized=args.tokenized,
                            lowercase=args.lowercase)
     scores.perplexity = corpus_perplexity(translator.model, sources, references,

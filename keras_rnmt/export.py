@@ -188,11 +188,10 @@ def export_saved_model(model, source_tokenizer, target_tokenizer, path, beam_siz
     """
     import tensorflow as tf
 
-    from keras_rnmt.search import check_output_limits, check_stop_rule
+    from keras_rnmt.search import check_output_limits, check_positive_int, check_stop_rule
 
     _require_tensorflow("export_saved_model")
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
+    check_positive_int("beam_size", beam_size)
     check_stop_rule(stop_rule)
     check_output_limits(max_length_a, max_length_b)
     _check_export_directory(path)

@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import numbers
 import os
 import warnings
 
@@ -12,7 +11,7 @@ from keras import ops
 
 from keras_rnmt.matmul_precision import matmul_precision
 from keras_rnmt.precision import warn_if_emulated
-from keras_rnmt.search import check_output_limits, check_stop_rule
+from keras_rnmt.search import check_output_limits, check_positive_int, check_stop_rule
 from keras_rnmt.search.compiled import compile_search, shared_programs
 from keras_rnmt.search.constants import SearchConstants
 from keras_rnmt.search.programs import search_programs
@@ -131,9 +130,8 @@ class Translator:
                  batch_size=64, replace_unk=False, unk_dictionary=None, stop_rule="current",
                  jit_compile=False):
         # Checked here: beam_size 1 runs greedy search, which has no beam to check.
-        for name, value in (("beam_size", beam_size), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive int; received {name}={value!r}")
+        check_positive_int("beam_size", beam_size)
+        check_positive_int("batch_size", batch_size)
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer

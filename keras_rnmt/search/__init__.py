@@ -12,6 +12,7 @@ from keras_rnmt.search.beam import (
     beam_search_continue,
     beam_search_result,
     beam_search_start,
+    check_positive_int,
     check_stop_rule,
 )
 from keras_rnmt.search.beam_helpers import (
@@ -40,6 +41,7 @@ __all__ = [
     "beam_search_result",
     "beam_search_start",
     "check_output_limits",
+    "check_positive_int",
     "check_stop_rule",
     "coverage_penalty",
     "flatten_beam_dim",

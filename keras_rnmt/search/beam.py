@@ -21,6 +21,8 @@ sentence's alive beams are then retired (log-probability -inf). The loop stops w
 sentence has an alive beam, or after T steps.
 """
 
+import numbers
+
 from keras import ops, tree
 
 from keras_rnmt.search._decoding import NEG_INF, call_step, read_step, resolve_max_length
@@ -39,10 +41,16 @@ def check_stop_rule(stop_rule):
         )
 
 
+def check_positive_int(name, value):
+    """Raise a ValueError naming `name` unless `value` is an int >= 1 (not a bool): the
+    beam and batch sizes of the search, `Translator` and the export."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int; received {name}={value!r}")
+
+
 def _check_arguments(beam_size, n_best, alpha, beta, stop_rule):
     check_stop_rule(stop_rule)
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int; received beam_size={beam_size!r}")
+    check_positive_int("beam_size", beam_size)
     if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
         raise ValueError(
             f"n_best must be an int in [1, beam_size]; received n_best={n_best!r}, "
